@@ -1,0 +1,32 @@
+# groupscope: the two entry points are `make demo` and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check-java venv clean bench
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "groupscope needs Java 17 or newer on PATH (Spark runs on the JVM). Install a JDK, e.g. 'apt-get install openjdk-17-jre-headless'."; exit 1; }
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	  if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then echo "groupscope needs Java 17 or newer; found: $$(java -version 2>&1 | head -1)"; exit 1; fi
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: check-java $(STAMP)
+	$(VENV)/bin/groupscope demo
+
+test: check-java $(STAMP)
+	@bash scripts/ensure-promtool.sh
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info
