@@ -1,0 +1,215 @@
+"""A realistic /metrics page for every series in dashboards.metrics, for checking dashboards and
+rules against a real Prometheus before (or without) a running groupscope job.
+
+The page describes one small world: four groups on two topics, one per assignor, one of them in
+trouble (ERR, a stopped and a stalled partition, skew, an idle member, an unowned partition,
+messages lost). Counters and histograms grow with time so rates and quantiles have something to
+show. Values are functions of the seconds elapsed since the page was first served.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from dashboards.metrics import HISTOGRAM, METRICS, MetricSpec
+
+CLUSTER = "demo"
+TOPICS = {"orders": 6, "payments": 5}
+BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, math.inf)
+
+
+@dataclass(frozen=True)
+class SampleGroup:
+    name: str
+    group_type: str
+    assignor: str
+    topic: str
+    assigned: tuple[int, ...]          # partitions per member
+    status: int
+    rebalances_per_second: float
+    rebalance_seconds: float
+    moved_per_rebalance: int
+    lag_base: float
+    lag_growth: float                  # messages per second
+
+    def members(self) -> Iterator[tuple[str, str, str, str, int]]:
+        for i, count in enumerate(self.assigned):
+            instance = f"{self.name}-static-{i}" if self.group_type == "classic" and i == 0 else ""
+            yield f"{self.name}-member-{i}", f"{self.name}-client-{i}", f"/10.0.0.{10 + i}", instance, count
+
+
+GROUPS = (
+    # The group in trouble (chosen by the live check's discovery: most rebalances).
+    SampleGroup("payments-range", "classic", "range", "payments", (3, 1, 0), 3, 0.5, 8.0, 4, 500, 20),
+    SampleGroup("orders-roundrobin", "classic", "roundrobin", "orders", (3, 3), 1, 0.1, 6.0, 6, 20, 0),
+    SampleGroup("orders-coop", "classic", "cooperative-sticky", "orders", (2, 2, 2), 2, 0.2, 2.0, 1, 100, 2),
+    SampleGroup("orders-848", "consumer", "uniform", "orders", (3, 3), 1, 0.1, 0.8, 1, 10, 0),
+)
+TROUBLED = GROUPS[0]
+
+
+def _partition_lag(group: SampleGroup, partition: int, t: float) -> float:
+    return group.lag_base + group.lag_growth * t + 10 * partition
+
+
+def _log_end(partition: int, t: float) -> float:
+    return 100_000 + 1000 * partition + 50 * t
+
+
+def _partition_status(group: SampleGroup, partition: int) -> int:
+    if group is TROUBLED:
+        return {0: 4, 1: 5}.get(partition, 1)
+    return 1 if group.status == 1 else (2 if partition == 0 else 1)
+
+
+def _method(group: SampleGroup, partition: int) -> int:
+    # the troubled group's most lagging partition (the last) has too few samples for an estimate
+    return 3 if (group is TROUBLED and partition == TOPICS[group.topic] - 1) else (2 if partition == 1 else 1)
+
+
+def _lost(group: SampleGroup, partition: int) -> float:
+    return 120.0 if (group is TROUBLED and partition == 0) else 0.0
+
+
+def _histogram(count: float, value: float) -> dict[str, float]:
+    """Cumulative buckets for `count` observations all equal to `value`."""
+    out = {f"le={le}": (count if value <= le else 0.0) for le in BUCKETS}
+    out["sum"], out["count"] = count * value, count
+    return out
+
+
+Labels = dict[str, str]
+Sample = tuple[Labels, object]   # value: float, or a histogram dict
+
+
+def _group_samples(name: str, t: float, now: float) -> list[Sample]:
+    rows: list[Sample] = []
+    for grp in GROUPS:
+        g = {"group": grp.name}
+        rebalances = 10 + math.floor(grp.rebalances_per_second * t)
+        partitions = range(TOPICS[grp.topic])
+        lags = [_partition_lag(grp, p, t) for p in partitions]
+        per_group: dict[str, object] = {
+            "kafka_consumergroup_generation": 40 + rebalances,
+            "kafka_consumergroup_members": len(grp.assigned),
+            "kafka_consumergroup_assignment_skew": max(grp.assigned) - min(grp.assigned),
+            "kafka_consumergroup_idle_members": sum(1 for a in grp.assigned if a == 0),
+            "kafka_consumergroup_group_lag": sum(lags),
+            "kafka_consumergroup_group_max_lag": max(lags),
+            "kafka_consumergroup_group_max_lag_seconds": max(lags) / 25,
+            "kafka_consumergroup_status": grp.status,
+            "kafka_consumergroup_rebalances_total": rebalances,
+            "kafka_consumergroup_rebalance_partitions_moved_total": rebalances * grp.moved_per_rebalance,
+            "kafka_consumergroup_last_rebalance_timestamp_seconds": now - 5,
+            "kafka_consumergroup_rebalance_duration_seconds": _histogram(rebalances, grp.rebalance_seconds),
+            "kafka_consumergroup_rebalance_sync_duration_seconds": _histogram(rebalances, grp.rebalance_seconds / 4),
+            "kafka_consumergroup_rebalance_downtime_seconds":
+                _histogram(rebalances * grp.moved_per_rebalance, grp.rebalance_seconds * 1.5),
+        }
+        if name in per_group:
+            rows.append((g, per_group[name]))
+        elif name == "kafka_consumergroup_info":
+            rows.append((dict(g, group_type=grp.group_type, protocol_type="consumer", protocol=grp.assignor,
+                              state="Stable", coordinator_partition=str(sum(map(ord, grp.name)) % 50)), 1))
+        elif name == "kafka_consumergroup_member_assigned_partitions":
+            for member_id, client_id, host, instance, count in grp.members():
+                rows.append((dict(g, member_id=member_id, client_id=client_id, client_host=host,
+                                  instance_id=instance), count))
+        elif name == "kafka_consumergroup_unassigned_partitions":
+            rows.append((dict(g, topic=grp.topic), TOPICS[grp.topic] - sum(grp.assigned)))
+        elif name == "kafka_consumergroup_topic_lag":
+            rows.append((dict(g, topic=grp.topic), sum(lags)))
+        else:
+            for p in partitions:
+                rows.append((dict(g, topic=grp.topic, partition=str(p)), _partition_value(name, grp, p, t, now)))
+    return rows
+
+
+def _partition_value(name: str, grp: SampleGroup, p: int, t: float, now: float) -> float:
+    lag = _partition_lag(grp, p, t)
+    values: dict[str, Callable[[], float]] = {
+        "kafka_consumergroup_committed_offset": lambda: _log_end(p, t) - lag,
+        "kafka_consumergroup_commit_timestamp_seconds": lambda: now - (3 if p else 90),
+        "kafka_consumergroup_lag": lambda: lag,
+        "kafka_consumergroup_lag_seconds": lambda: lag / 25,
+        "kafka_consumergroup_lag_seconds_method": lambda: _method(grp, p),
+        "kafka_consumergroup_partition_status": lambda: _partition_status(grp, p),
+        "kafka_consumergroup_messages_lost": lambda: _lost(grp, p),
+    }
+    if name not in values:
+        raise KeyError(f"sample_metrics has no value for {name}: add it")
+    return values[name]()
+
+
+def _topic_samples(name: str, t: float) -> list[Sample]:
+    rows: list[Sample] = []
+    for topic, count in TOPICS.items():
+        for p in range(count):
+            end = _log_end(p, t)
+            start = end - 200 if (topic == TROUBLED.topic and p == 0) else 0.0
+            rows.append(({"topic": topic, "partition": str(p)},
+                         end if name == "kafka_partition_log_end_offset" else start))
+    return rows
+
+
+def _monitor_samples(name: str, t: float) -> list[Sample]:
+    per_label: dict[str, list[Sample]] = {
+        "groupscope_records_total": [({"type_name": k}, 1000 + r * t) for k, r in
+                                     (("offset_commit", 200), ("group_metadata", 2),
+                                      ("consumer_group_current_member_assignment", 1))],
+        "groupscope_records_skipped_total": [({"reason": "unknown_type"}, math.floor(t / 2)),
+                                             ({"reason": "malformed"}, 0)],
+        "groupscope_offsets_topic_lag": [({"partition": str(p)}, 5 * p) for p in range(3)],
+        "groupscope_build_info": [({"version": "0.1.0"}, 1)],
+    }
+    single: dict[str, object] = {
+        "groupscope_ready": 1,
+        "groupscope_batch_duration_seconds": _histogram(10 + math.floor(t), 0.8),
+        "groupscope_end_offsets_poll_duration_seconds": _histogram(5 + math.floor(t / 2), 0.2),
+        "groupscope_end_offsets_age_seconds": 2,
+        "groupscope_end_offsets_poll_failures_total": math.floor(t / 5),
+        "groupscope_negative_lag_total": math.floor(t / 10),
+    }
+    if name in per_label:
+        return per_label[name]
+    if name in single:
+        return [({}, single[name])]
+    raise KeyError(f"sample_metrics has no value for {name}: add it")
+
+
+def _samples(spec: MetricSpec, t: float, now: float) -> list[Sample]:
+    if spec.name.startswith("groupscope_"):
+        return _monitor_samples(spec.name, t)
+    if spec.labels == ("topic", "partition"):
+        return _topic_samples(spec.name, t)
+    return _group_samples(spec.name, t, now)
+
+
+def _labels_text(labels: Labels) -> str:
+    return ",".join(f'{k}="{v}"' for k, v in {"cluster": CLUSTER, **labels}.items())
+
+
+def _lines(spec: MetricSpec, labels: Labels, value: object) -> Iterator[str]:
+    if spec.kind != HISTOGRAM:
+        yield f"{spec.name}{{{_labels_text(labels)}}} {float(value)!r}"
+        return
+    assert isinstance(value, dict)
+    for key, v in value.items():
+        if key.startswith("le="):
+            le = key[3:]
+            le_text = "+Inf" if le == "inf" else le
+            yield f'{spec.name}_bucket{{{_labels_text(dict(labels, le=le_text))}}} {float(v)!r}'
+    yield f"{spec.name}_sum{{{_labels_text(labels)}}} {float(value['sum'])!r}"
+    yield f"{spec.name}_count{{{_labels_text(labels)}}} {float(value['count'])!r}"
+
+
+def render(elapsed_seconds: float, now_seconds: float) -> str:
+    """The exposition text at `elapsed_seconds` after start, with timestamps relative to now."""
+    out = []
+    for spec in METRICS:
+        out.append(f"# HELP {spec.name} {spec.help}")
+        out.append(f"# TYPE {spec.name} {spec.kind}")
+        for labels, value in _samples(spec, elapsed_seconds, now_seconds):
+            out.extend(_lines(spec, labels, value))
+    return "\n".join(out) + "\n"
