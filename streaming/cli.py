@@ -48,4 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as a script this module is `__main__`, but commands raise `streaming.cli.UserError`:
+    # go through the imported module so that both name the same class.
+    from streaming.cli import main as _main
+    sys.exit(_main())
