@@ -1,0 +1,72 @@
+"""Streaming sources of `__consumer_offsets` records, all with Spark's Kafka source schema
+(`records.KAFKA_SCHEMA`). `build_source` picks one by `source.type` in the configuration.
+
+Rows of one micro-batch come from several Spark tasks (a partition's backlog may even be split
+into several ranges), so consumers that need log order must order by (partition, offset).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+
+from streaming.cli import UserError
+from streaming.sources.builtin_kafka import builtin_kafka_stream
+from streaming.sources.kafka_options import parse_options, spark_kafka_options
+from streaming.sources.kafka_stream import FORMAT as KAFKA_FORMAT, KafkaDataSource
+from streaming.sources.records import KAFKA_SCHEMA
+from streaming.sources.replay import FORMAT as REPLAY_FORMAT, ReplayDataSource
+
+__all__ = ["KAFKA_SCHEMA", "build_source", "register_sources"]
+
+
+def register_sources(spark: SparkSession) -> None:
+    """Make `groupscope-kafka` and `groupscope-replay` known to this session."""
+    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(ReplayDataSource)
+
+
+def _groupscope_kafka(spark: SparkSession, source) -> DataFrame:
+    if source.client == "confluent":
+        try:
+            import confluent_kafka  # noqa: F401
+        except ImportError:
+            raise UserError("source.client confluent needs confluent-kafka: "
+                            "pip install 'groupscope[fast]'") from None
+    options = {**spark_kafka_options(source), "client": source.client}
+    try:  # fail here, in one line, rather than inside Spark's Python planner
+        parsed = parse_options(options)
+        if parsed.client == "kafka-python":
+            parsed.kafka_python_config()
+    except ValueError as exc:
+        raise UserError(f"source: {exc}") from None
+    register_sources(spark)
+    return spark.readStream.format(KAFKA_FORMAT).options(**options).load()
+
+
+def _replay(spark: SparkSession, source) -> DataFrame:
+    import os
+
+    if not source.replay_path or not os.path.isfile(source.replay_path):
+        raise UserError(f"source.replay_path: capture file {source.replay_path!r} not found")
+    register_sources(spark)
+    reader = spark.readStream.format(REPLAY_FORMAT).option("path", source.replay_path)
+    if source.max_records_per_trigger:
+        reader = reader.option("maxRecordsPerTrigger", str(source.max_records_per_trigger))
+    return reader.load()
+
+
+BUILDERS: dict[str, Callable[[SparkSession, object], DataFrame]] = {
+    "kafka-python": _groupscope_kafka,
+    "kafka": builtin_kafka_stream,
+    "replay": _replay,
+}
+
+
+def build_source(spark: SparkSession, config) -> DataFrame:
+    """The streaming DataFrame of `config.source` (a streaming.config.Config)."""
+    builder = BUILDERS.get(config.source.type)
+    if builder is None:
+        raise UserError(f"config key source.type: {config.source.type!r} is not one of "
+                        f"{', '.join(BUILDERS)}")
+    return builder(spark, config.source)

@@ -1,0 +1,44 @@
+"""Spark's own Kafka source (`format("kafka")`), fed the same settings as groupscope's source.
+
+It lives in the separate spark-sql-kafka package; without it Spark fails with a long
+AnalysisException, translated here into one line that says what to add.
+"""
+from __future__ import annotations
+
+import pyspark
+from pyspark.sql import DataFrame, SparkSession
+
+from streaming.cli import UserError
+from streaming.sources.kafka_options import spark_kafka_options
+from streaming.sources.records import KAFKA_SCHEMA
+
+SCALA_VERSION = "2.13"
+
+
+def kafka_package() -> str:
+    return f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_VERSION}:{pyspark.__version__}"
+
+
+def missing_package_message() -> str:
+    return (f"source.type kafka needs Spark's Kafka connector, which is not on the classpath: "
+            f"start Spark with --packages {kafka_package()} (or spark.jars.packages in "
+            f"spark.conf), or use source.type kafka-python")
+
+
+def _is_missing_kafka(exc: Exception) -> bool:
+    text = str(exc)
+    condition = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+    name = condition() if callable(condition) else None
+    return name == "DATA_SOURCE_NOT_FOUND" or "Failed to find data source: kafka" in text
+
+
+def builtin_kafka_stream(spark: SparkSession, source) -> DataFrame:
+    """`source` is a streaming.config.SourceConfig."""
+    options = spark_kafka_options(source)
+    try:
+        frame = spark.readStream.format("kafka").options(**options).load()
+    except Exception as exc:
+        if _is_missing_kafka(exc):
+            raise UserError(missing_package_message()) from None
+        raise
+    return frame.select(*KAFKA_SCHEMA.fieldNames())

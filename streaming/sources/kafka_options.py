@@ -1,0 +1,126 @@
+"""Options of the `groupscope-kafka` source, read from Spark's (case-insensitive) option map.
+
+Options named `kafka.<name>` go to the Kafka client untouched in meaning: for confluent-kafka
+verbatim (librdkafka names, e.g. `kafka.sasl.mechanisms`), for kafka-python with dots turned into
+underscores (`kafka.security.protocol` -> `security_protocol`, `kafka.ssl.cafile` -> `ssl_cafile`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from streaming.sources.offset_ranges import parse_starting_offsets
+from streaming.sources.range_reader import ReadSettings
+
+CLIENTS = ("kafka-python", "confluent")
+DEFAULT_TOPIC = "__consumer_offsets"
+
+# Options the source itself understands (lower-cased, as Spark hands them over).
+_OWN = {"topic", "subscribe", "startingoffsets", "maxrecordspertrigger", "maxoffsetspertrigger",
+        "client", "recordspersplit", "failondataloss", "fetchtimeoutms"}
+
+
+@dataclass(frozen=True)
+class KafkaSourceOptions:
+    bootstrap_servers: str
+    topic: str = DEFAULT_TOPIC
+    starting_offsets: str = "earliest"
+    max_records_per_trigger: int | None = None
+    client: str = "kafka-python"
+    records_per_split: int = 100_000
+    read: ReadSettings = ReadSettings()
+    client_options: Mapping[str, str] = field(default_factory=dict)  # the `kafka.*` options, prefix cut
+
+    @property
+    def isolation_level(self) -> str:
+        return self.client_options.get("isolation.level", "read_committed")
+
+    def kafka_python_config(self) -> dict:
+        """Keyword arguments for kafka-python's KafkaConsumer."""
+        from kafka import KafkaConsumer
+
+        config = {"bootstrap_servers": self.bootstrap_servers.split(","),
+                  "isolation_level": self.isolation_level,
+                  # Fail fast on an unreachable broker: the callers retry with their own backoff.
+                  "bootstrap_timeout_ms": 10_000}
+        for name, value in self.client_options.items():
+            if name in ("bootstrap.servers", "isolation.level"):
+                continue
+            key = name.replace(".", "_")
+            if key not in KafkaConsumer.DEFAULT_CONFIG:
+                raise ValueError(f"option kafka.{name}: kafka-python has no setting {key}")
+            config[key] = _typed(value, KafkaConsumer.DEFAULT_CONFIG[key])
+        return config
+
+    def confluent_config(self) -> dict:
+        """librdkafka settings for confluent-kafka's Consumer / AdminClient."""
+        config = {name: value for name, value in self.client_options.items()}
+        config["bootstrap.servers"] = self.bootstrap_servers
+        config["isolation.level"] = self.isolation_level
+        return config
+
+
+def _typed(value: str, default):
+    """kafka-python wants ints and bools where Spark options are strings."""
+    if isinstance(default, bool):
+        return str(value).lower() in ("1", "true", "yes")
+    if isinstance(default, int):
+        return int(value)
+    return value
+
+
+def parse_options(options: Mapping[str, str]) -> KafkaSourceOptions:
+    """Validate the source's options; raises ValueError naming the bad option."""
+    opts = {k.lower(): v for k, v in options.items()}
+    client_options = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
+    unknown = sorted(k for k in opts if k not in _OWN and not k.startswith("kafka."))
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(unknown)} for the groupscope-kafka source")
+    bootstrap = client_options.get("bootstrap.servers") or ""
+    if not bootstrap:
+        raise ValueError("option kafka.bootstrap.servers is required")
+    topic = opts.get("topic") or opts.get("subscribe") or DEFAULT_TOPIC
+    starting = opts.get("startingoffsets", "earliest")
+    parse_starting_offsets(starting, topic)
+    client = opts.get("client", "kafka-python")
+    if client not in CLIENTS:
+        raise ValueError(f"option client must be one of {', '.join(CLIENTS)}, got {client!r}")
+    limit = opts.get("maxrecordspertrigger") or opts.get("maxoffsetspertrigger")
+    return KafkaSourceOptions(
+        bootstrap_servers=bootstrap,
+        topic=topic,
+        starting_offsets=starting,
+        max_records_per_trigger=_positive("maxRecordsPerTrigger", limit) if limit else None,
+        client=client,
+        records_per_split=_positive("recordsPerSplit", opts.get("recordspersplit", "100000")),
+        read=ReadSettings(
+            timeout_s=_positive("fetchTimeoutMs", opts.get("fetchtimeoutms", "300000")) / 1000,
+            fail_on_data_loss=str(opts.get("failondataloss", "false")).lower() == "true"),
+        client_options=client_options,
+    )
+
+
+def _positive(name: str, text: str) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"option {name} must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise ValueError(f"option {name} must be a positive integer, got {text!r}")
+    return value
+
+
+def spark_kafka_options(source) -> dict[str, str]:
+    """Options for a streaming.config.SourceConfig, named as Spark's own Kafka source names them;
+    `groupscope-kafka` accepts the same names, so both sources are fed from here."""
+    options = {
+        "kafka.bootstrap.servers": source.bootstrap_servers,
+        "subscribe": source.topic,
+        "startingOffsets": source.starting_offsets,
+        "failOnDataLoss": "false",
+        "kafka.isolation.level": "read_committed",
+    }
+    if source.max_records_per_trigger:
+        options["maxOffsetsPerTrigger"] = str(source.max_records_per_trigger)
+    options.update({f"kafka.{name}": value for name, value in source.kafka.items()})
+    return options

@@ -1,0 +1,82 @@
+"""kafka-python behind the source: offset look-ups on the driver, range reads on executors."""
+from __future__ import annotations
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import OffsetOutOfRangeError
+
+from streaming.sources.range_reader import OffsetOutOfRange, Polled
+from streaming.sources.records import CREATE_TIME
+
+POLL_TIMEOUT_MS = 500
+MAX_POLL_RECORDS = 20_000
+
+
+class KafkaPythonOffsets:
+    """Partition list and earliest/latest offsets of a topic (latest = LSO under read_committed)."""
+
+    def __init__(self, config: dict) -> None:
+        self._consumer = KafkaConsumer(**config, enable_auto_commit=False, group_id=None)
+
+    def partitions(self, topic: str) -> list[int]:
+        found = self._consumer.partitions_for_topic(topic)
+        if not found:
+            # A topic created after our last metadata refresh: ask again before answering "none".
+            self._consumer.topics()
+            found = self._consumer.partitions_for_topic(topic)
+        return sorted(found or ())
+
+    def earliest(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        answer = self._consumer.beginning_offsets([TopicPartition(topic, p) for p in partitions])
+        return {tp.partition: offset for tp, offset in answer.items()}
+
+    def latest(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        answer = self._consumer.end_offsets([TopicPartition(topic, p) for p in partitions])
+        return {tp.partition: offset for tp, offset in answer.items()}
+
+    def at_time(self, topic: str, partitions: list[int], when_ms: int) -> dict[int, int | None]:
+        """First offset whose timestamp is at or after `when_ms` (None: no such record yet)."""
+        answer = self._consumer.offsets_for_times({TopicPartition(topic, p): when_ms
+                                                   for p in partitions})
+        return {tp.partition: (found.offset if found is not None else None)
+                for tp, found in answer.items()}
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class KafkaPythonPartition:
+    """A consumer assigned to one partition, without a group (nothing is ever committed)."""
+
+    def __init__(self, config: dict, topic: str, partition: int) -> None:
+        self._tp = TopicPartition(topic, partition)
+        self._consumer = KafkaConsumer(
+            **config, enable_auto_commit=False, group_id=None, auto_offset_reset="none",
+            max_poll_records=MAX_POLL_RECORDS, fetch_max_bytes=64 << 20,
+            max_partition_fetch_bytes=16 << 20)
+        self._consumer.assign([self._tp])
+
+    def seek(self, offset: int) -> None:
+        self._consumer.seek(self._tp, offset)
+
+    def poll(self) -> Polled:
+        try:
+            batches = self._consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
+        except OffsetOutOfRangeError as exc:
+            raise OffsetOutOfRange(str(exc)) from exc
+        records = batches.get(self._tp, ())
+        polled = Polled([r.offset for r in records], [r.key for r in records],
+                        [r.value for r in records], [r.timestamp for r in records],
+                        [r.timestamp_type if r.timestamp_type is not None else CREATE_TIME
+                         for r in records], 0)
+        # The position moves past transaction markers and aborted records as well.
+        polled.position = self._consumer.position(self._tp)
+        return polled
+
+    def earliest(self) -> int:
+        return self._consumer.beginning_offsets([self._tp])[self._tp]
+
+    def latest(self) -> int:
+        return self._consumer.end_offsets([self._tp])[self._tp]
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,194 @@
+"""`groupscope-kafka`: a Spark Python streaming source reading one Kafka topic.
+
+The driver side (offset planning) runs in Spark's long-lived Python source runner and keeps one
+offsets client open; `read` runs on executors, opens its own client per offset range and yields
+Arrow batches. Clients are never pickled: they are created lazily and dropped from the pickled
+state.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
+                                              SupportsTriggerAvailableNow)
+from pyspark.sql.types import StructType
+
+from streaming.sources.kafka_options import KafkaSourceOptions, parse_options
+from streaming.sources.offset_ranges import (EARLIEST, LATEST, OffsetRange, PartitionOffsets,
+                                             from_offset_dict, limit_end, parse_starting_offsets,
+                                             plan_ranges, to_offset_dict)
+from streaming.sources.range_reader import read_range
+from streaming.sources.records import KafkaShapedSource
+
+FORMAT = "groupscope-kafka"
+log = logging.getLogger("groupscope.sources")
+
+
+class KafkaRangePartition(InputPartition):
+    def __init__(self, rng: OffsetRange) -> None:
+        super().__init__(rng)
+        self.range = rng
+
+
+def offsets_client(options: KafkaSourceOptions):
+    if options.client == "confluent":
+        from streaming.sources.confluent_client import ConfluentOffsets
+        return ConfluentOffsets(options.confluent_config())
+    from streaming.sources.kafka_python_client import KafkaPythonOffsets
+    return KafkaPythonOffsets(options.kafka_python_config())
+
+
+def partition_client(options: KafkaSourceOptions, partition: int):
+    if options.client == "confluent":
+        from streaming.sources.confluent_client import ConfluentPartition
+        return ConfluentPartition(options.confluent_config(), options.topic, partition)
+    from streaming.sources.kafka_python_client import KafkaPythonPartition
+    return KafkaPythonPartition(options.kafka_python_config(), options.topic, partition)
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: KafkaSourceOptions) -> None:
+        self.options = options
+        self._client = None
+        self._target: PartitionOffsets | None = None  # availableNow: never read past this
+        self._seen_latest: PartitionOffsets | None = None  # for progress reports
+        self._missing_logged = False
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_client"] = None
+        return state
+
+    # -- driver side -------------------------------------------------------------------------
+    def _offsets(self):
+        if self._client is None:
+            self._client = offsets_client(self.options)
+        return self._client
+
+    def _drop_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:
+                pass
+
+    def _partitions(self) -> list[int]:
+        partitions = self._offsets().partitions(self.options.topic)
+        if not partitions and not self._missing_logged:
+            # Kafka creates __consumer_offsets on first use: wait for it rather than fail.
+            log.warning("groupscope source: topic %s not found at %s (yet); reading it as soon "
+                        "as it appears", self.options.topic, self.options.bootstrap_servers)
+        self._missing_logged = not partitions
+        return partitions
+
+    def _latest(self) -> PartitionOffsets:
+        partitions = self._partitions()
+        return self._offsets().latest(self.options.topic, partitions) if partitions else {}
+
+    def _bounds(self) -> tuple[PartitionOffsets, PartitionOffsets]:
+        partitions = self._partitions()
+        if not partitions:
+            return {}, {}
+        client = self._offsets()
+        return (client.earliest(self.options.topic, partitions),
+                client.latest(self.options.topic, partitions))
+
+    def _with_retries(self, what: str, call):
+        """Driver look-ups that must succeed (the query cannot start without them)."""
+        deadline = time.monotonic() + self.options.read.timeout_s
+        backoff = 0.5
+        while True:
+            try:
+                return call()
+            except Exception as exc:
+                self._drop_client()
+                if time.monotonic() + backoff > deadline:
+                    raise RuntimeError(f"groupscope source: {what} failed at "
+                                       f"{self.options.bootstrap_servers}: {exc}") from exc
+                log.warning("groupscope source: %s failed (%s); retrying in %.1fs", what, exc,
+                            backoff)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 10.0)
+
+    def initialOffset(self) -> dict:
+        earliest, latest = self._with_retries("reading the topic's offsets", self._bounds)
+        wanted = parse_starting_offsets(self.options.starting_offsets, self.options.topic)
+        start: PartitionOffsets = {}
+        for partition in latest:
+            chosen = wanted if isinstance(wanted, str) else wanted.get(partition, EARLIEST)
+            if chosen in ("earliest", EARLIEST):
+                start[partition] = earliest[partition]
+            elif chosen in ("latest", LATEST):
+                start[partition] = latest[partition]
+            else:
+                start[partition] = chosen
+        return to_offset_dict(self.options.topic, start)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_records_per_trigger:
+            return ReadMaxRows(self.options.max_records_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        latest = self._with_retries("reading the topic's end offsets", self._latest)
+        self._target = latest
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        begin = from_offset_dict(self.options.topic, start)
+        try:
+            latest = self._latest()
+        except Exception as exc:
+            # No new batch this trigger; the next trigger asks again. Nothing is skipped.
+            self._drop_client()
+            log.warning("groupscope source: cannot read end offsets of %s at %s (%s); "
+                        "no new data this trigger", self.options.topic,
+                        self.options.bootstrap_servers, exc)
+            return start
+        self._seen_latest = latest
+        if self._target is not None:
+            latest = {p: min(o, self._target[p]) for p, o in latest.items() if p in self._target}
+        # New partitions start at 0 (an out-of-range start is moved to the log start on read);
+        # an end never moves backwards even if the broker's answer does.
+        end = {p: max(o, begin.get(p, 0)) for p, o in latest.items()}
+        for partition, offset in begin.items():
+            end.setdefault(partition, offset)
+        if isinstance(limit, ReadMaxRows):
+            end = limit_end(begin, end, limit.max_rows)
+        return to_offset_dict(self.options.topic, end)
+
+    def reportLatestOffset(self) -> dict | None:
+        if self._seen_latest is None:
+            return None
+        return to_offset_dict(self.options.topic, self._seen_latest)
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        ranges = plan_ranges(from_offset_dict(self.options.topic, start),
+                             from_offset_dict(self.options.topic, end),
+                             self.options.records_per_split)
+        return [KafkaRangePartition(rng) for rng in ranges]
+
+    def commit(self, end: dict) -> None:
+        pass  # nothing to acknowledge: progress lives in Spark's checkpoint only
+
+    def stop(self) -> None:
+        self._drop_client()
+
+    # -- executor side -----------------------------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        rng: OffsetRange = partition.range
+        return read_range(lambda: partition_client(self.options, rng.partition),
+                          self.options.topic, rng, self.options.read)
+
+
+class KafkaDataSource(KafkaShapedSource):
+    """`spark.readStream.format("groupscope-kafka")` after `register(spark)`."""
+
+    format_name = FORMAT
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KafkaStreamReader(parse_options(self.options))

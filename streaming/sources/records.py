@@ -1,0 +1,77 @@
+"""The one output shape of every source: Spark's Kafka source schema, built as Arrow batches.
+
+Sources hand Spark `pyarrow.RecordBatch`es (not Python tuples) so that no per-row conversion
+happens on the way to the JVM.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField,
+                               StructType, TimestampType)
+
+KAFKA_SCHEMA = StructType([
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("timestampType", IntegerType()),
+])
+
+# Must equal pyspark's to_arrow_schema(KAFKA_SCHEMA, timezone="UTC"): Spark rejects batches whose
+# Arrow schema differs in any way.
+ARROW_SCHEMA = pa.schema([
+    ("key", pa.binary()),
+    ("value", pa.binary()),
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("offset", pa.int64()),
+    ("timestamp", pa.timestamp("us", tz="UTC")),
+    ("timestampType", pa.int32()),
+])
+
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+
+
+def _column(value: Sequence[int] | int, count: int) -> pa.Array:
+    if isinstance(value, int):
+        return pa.array([value] * count, pa.int32())
+    return pa.array(value, pa.int32())
+
+
+def record_batch(topic: str, partition: Sequence[int] | int, keys: Sequence[bytes | None],
+                 values: Sequence[bytes | None], offsets: Sequence[int],
+                 timestamps_ms: Sequence[int], timestamp_type: Sequence[int] | int = CREATE_TIME
+                 ) -> pa.RecordBatch:
+    """Records as a batch in the Kafka schema. `partition` and `timestamp_type` are one value for
+    all rows or one per row; timestamps are epoch milliseconds."""
+    count = len(offsets)
+    millis = pa.array(timestamps_ms, pa.int64())
+    return pa.RecordBatch.from_arrays([
+        pa.array(keys, pa.binary()),
+        pa.array(values, pa.binary()),
+        pa.array([topic] * count, pa.string()),
+        _column(partition, count),
+        pa.array(offsets, pa.int64()),
+        pc.multiply(millis, 1000).cast(pa.timestamp("us", tz="UTC")),
+        _column(timestamp_type, count),
+    ], schema=ARROW_SCHEMA)
+
+
+class KafkaShapedSource(DataSource):
+    """Base of groupscope's Spark data sources: all emit KAFKA_SCHEMA, under `format_name`."""
+
+    format_name = ""
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.format_name
+
+    def schema(self) -> StructType:
+        return KAFKA_SCHEMA

@@ -1,0 +1,72 @@
+"""The groupscope-kafka stream reader's driver and executor methods, called directly (no Spark)
+against the test broker: what Spark would plan and read, trigger by trigger."""
+from __future__ import annotations
+
+import logging
+import pickle
+import uuid
+
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+from broker import create_topic, produce_raw
+from streaming.sources.kafka_options import parse_options
+from streaming.sources.kafka_stream import KafkaStreamReader
+
+
+def _reader(bootstrap, topic, **extra):
+    return KafkaStreamReader(parse_options({"kafka.bootstrap.servers": bootstrap, "topic": topic,
+                                            "fetchTimeoutMs": "5000", **extra}))
+
+
+def _read_all(reader, start, end):
+    rows = []
+    for split in reader.partitions(start, end):
+        # Spark pickles the reader to its executors: the copy must work without driver state.
+        executor_copy = pickle.loads(pickle.dumps(reader))
+        for batch in executor_copy.read(split):
+            columns = batch.to_pydict()
+            rows += list(zip(columns["partition"], columns["offset"], columns["value"]))
+    return sorted(rows)
+
+
+def test_topic_created_after_start_is_picked_up_from_its_first_offset(broker, caplog):
+    topic = f"late-{uuid.uuid4().hex[:8]}"
+    reader = _reader(broker.bootstrap, topic, startingOffsets="latest")
+    with caplog.at_level(logging.WARNING, logger="groupscope.sources"):
+        start = reader.initialOffset()
+    assert start == {topic: {}}
+    assert any(f"topic {topic} not found" in r.getMessage() for r in caplog.records)
+    assert reader.latestOffset(start, ReadAllAvailable()) == start
+
+    create_topic(broker.bootstrap, topic, 2)
+    produce_raw(broker.bootstrap, topic, [(p, b"k", b"v%d" % i, 1) for i, p in enumerate([0, 1, 1])])
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert end == {topic: {"0": 1, "1": 2}}
+    assert _read_all(reader, start, end) == [(0, 0, b"v0"), (1, 0, b"v1"), (1, 1, b"v2")]
+    reader.stop()
+
+
+def test_limits_and_available_now_target(broker):
+    topic = f"lim-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 2)
+    produce_raw(broker.bootstrap, topic, [(i % 2, b"k", b"a%d" % i, 1) for i in range(10)])
+    reader = _reader(broker.bootstrap, topic, maxRecordsPerTrigger="4", recordsPerSplit="2")
+    assert reader.getDefaultReadLimit() == ReadMaxRows(4)
+    start = reader.initialOffset()
+    assert start == {topic: {"0": 0, "1": 0}}
+    reader.prepareForTriggerAvailableNow()
+    produce_raw(broker.bootstrap, topic, [(0, b"k", b"late", 1)])  # after the target: not read
+
+    seen, batches = [], 0
+    while True:
+        end = reader.latestOffset(start, reader.getDefaultReadLimit())
+        if end == start:
+            break
+        assert len(reader.partitions(start, end)) == 2  # 4 records in splits of 2
+        seen += _read_all(reader, start, end)
+        start, batches = end, batches + 1
+    assert batches == 3
+    assert [v for _, _, v in sorted(seen, key=lambda r: (r[1], r[0]))] == [
+        b"a%d" % i for i in range(10)]
+    assert reader.reportLatestOffset() == {topic: {"0": 6, "1": 5}}
+    reader.stop()
