@@ -1,0 +1,50 @@
+"""`groupscope run -c config.yaml`: the monitoring job, until stopped.
+
+Works the same under `spark-submit` (the session spark-submit made is used, and its master wins)
+and as a plain command (a session is built from `spark.master`).
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+
+from streaming.cli import UserError
+from streaming.config import load_config
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run the monitoring job (reads __consumer_offsets, serves /metrics)",
+        description="Run the groupscope streaming job with a YAML config "
+                    "(see config.example.yaml; GROUPSCOPE_* environment variables override it).")
+    parser.add_argument("-c", "--config", help="YAML config file (default: $GROUPSCOPE_CONFIG, "
+                        "else every key at its default)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from streaming.job import Job
+
+    config = load_config(args.config)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("groupscope")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    job = Job(config)
+    try:
+        job.start()
+    except OSError as exc:  # e.g. the exporter's port is taken
+        raise UserError(f"cannot start: {exc}") from None
+    if job.exporter is not None:
+        host = config.exporter.listen.rpartition(":")[0]
+        scheme = "https" if config.exporter.tls.cert else "http"
+        log.info("serving metrics on %s://%s:%d/metrics", scheme, host, job.exporter.port)
+    try:
+        job.wait(stop)
+    except RuntimeError as exc:
+        raise UserError(f"the streaming query failed: {exc}") from None
+    finally:
+        job.stop()
+    return 0

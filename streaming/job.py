@@ -1,0 +1,277 @@
+"""The groupscope job: source -> decode (mapInArrow) -> group state (transformWithStateInPandas)
+-> driver (exporter view + history sink).
+
+Exactly-once where it matters: group state and the job's counters live in Spark's state store
+and advance atomically with the checkpointed source offsets; the history sink names its files
+after the micro-batch, so a batch that runs again after a crash overwrites its own output; and
+the exporter's counters (rebalances, moved partitions, histograms) are rebuilt from the history
+when the job starts.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from streaming.config import Config
+from streaming.decode_stage import MONITOR_KEY, STAGE_DDL, decode_partition
+from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
+                               unique_events)
+from streaming.monitoring import (exporter_settings, offsets_client_factory, poller_settings,
+                                  view_settings)
+from streaming.view import MonitorView
+
+log = logging.getLogger("groupscope.job")
+
+
+def build_spark(config: Config):
+    """A SparkSession for the job. Under spark-submit the session already exists and its
+    master wins; `spark.master` only applies to `groupscope run`."""
+    from pyspark.sql import SparkSession
+
+    # Python workers must run this interpreter (the one with groupscope installed).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (SparkSession.builder.appName(config.spark.app_name)
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.sql.streaming.stateStore.providerClass",
+                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               # Python workers connect back to the JVM; on a busy machine the default 15 s
+               # is not always enough.
+               .config("spark.python.authenticate.socketTimeout", "120s"))
+    if config.spark.master and not os.environ.get("SPARK_ENV_LOADED"):
+        builder = builder.master(config.spark.master)
+    for key, value in config.spark.conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def build_pipeline(source_df, context=None):
+    """The decoded, stateful stream: rows (group, kind, payload, ts_ms)."""
+    from streaming.group_processor import OUTPUT_SCHEMA, GroupProcessor
+
+    decoded = source_df.mapInArrow(decode_partition, STAGE_DDL)
+    return decoded.groupBy("group").transformWithStateInPandas(
+        statefulProcessor=GroupProcessor(context), outputStructType=OUTPUT_SCHEMA,
+        outputMode="Update", timeMode="None")
+
+
+@dataclass
+class OffsetsTopicProgress:
+    """How far the job is behind on `__consumer_offsets`.
+
+    `target` gives the topic's end offsets (next offset to be written) per partition; the first
+    answer is the end seen at start, which decides `groupscope_ready`.
+    """
+
+    target: Callable[[], Mapping[int, int]] | None
+    start_ends: dict[int, int] | None = None
+    latest_ends: dict[int, int] = field(default_factory=dict)
+    read: dict[int, int] = field(default_factory=dict)   # highest offset processed per partition
+
+    def refresh_target(self) -> None:
+        if self.target is None:
+            return
+        try:
+            ends = {int(p): int(e) for p, e in self.target().items()}
+        except Exception as exc:  # the poll is retried next batch; the stream goes on
+            log.warning("could not read the end offsets of the offsets topic: %s", exc)
+            return
+        self.latest_ends = ends
+        if self.start_ends is None:
+            self.start_ends = dict(ends)
+
+    def lag(self) -> dict[int, int]:
+        return {p: max(0, end - (self.read.get(p, -1) + 1)) for p, end in self.latest_ends.items()}
+
+    def ready(self) -> bool:
+        if self.target is None:
+            return True
+        if self.start_ends is None:
+            return False
+        return all(self.read.get(p, -1) + 1 >= end for p, end in self.start_ends.items() if end > 0)
+
+
+class BatchSink:
+    """foreachBatch: hands the stateful stage's output to the view and the history."""
+
+    def __init__(self, view: MonitorView, history: HistoryWriter | None,
+                 progress: OffsetsTopicProgress, snapshot_interval_s: float) -> None:
+        self.view = view
+        self.history = history
+        self.progress = progress
+        self.snapshot_interval_s = snapshot_interval_s
+        self._snapshot_written: dict[str, float] = {}
+        self.batches = 0
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        started = time.monotonic()
+        rows = batch_df.collect()
+        self.handle_rows(((r.group, r.kind, r.payload, r.ts_ms) for r in rows), batch_id)
+        self.view.observe_batch(time.monotonic() - started)
+        self.batches += 1
+
+    def handle_rows(self, rows, batch_id: int) -> None:
+        snapshots: list[dict[str, Any]] = []
+        points: list[tuple[str, int, str, str]] = []
+        events: list[dict[str, Any]] = []
+        monitor = None
+        for group, kind, payload, ts_ms in rows:
+            if kind == "snapshot":
+                snapshots.append(json.loads(payload))
+            elif kind == "snapshot_point":
+                points.append((group, int(ts_ms), "snapshot", payload))
+            elif kind == "event":
+                events.append(json.loads(payload))
+            elif kind == "monitor" and group == MONITOR_KEY:
+                monitor = json.loads(payload)
+        events.sort(key=lambda e: (e["timestamp_ms"], e["partition"], e["offset"]))
+        if self.history is not None:
+            self._write_history(batch_id, snapshots, points, events)
+        self.view.update_groups(snapshots)
+        self.view.apply_events(events)
+        if monitor is not None:
+            self._apply_monitor(monitor)
+
+    def _apply_monitor(self, counters: Mapping[str, Any]) -> None:
+        for p, off in counters.get("progress", {}).items():
+            self.progress.read[int(p)] = max(int(off), self.progress.read.get(int(p), -1))
+        self.progress.refresh_target()
+        # Totals from the state store: absolute, so a replayed batch cannot inflate them.
+        self.view.set_record_totals(counters.get("records", {}), counters.get("skipped", {}))
+        self.view.set_offsets_topic_progress(self.progress.lag(), self.progress.ready())
+
+    def _write_history(self, batch_id: int, snapshots: list[dict[str, Any]],
+                       points: list[tuple[str, int, str, str]], events: list[dict[str, Any]]) -> None:
+        """Events worth keeping; the group as it was after each change (`points`); and each
+        touched group's latest state, at most every `snapshot_interval` unless it changed."""
+        event_rows = [(e["group"], int(e["timestamp_ms"]), e["event"], json.dumps(e))
+                      for e in events if e["event"] in HISTORY_EVENTS]
+        changed = {e["group"] for e in events if e["event"] in HISTORY_EVENTS}
+        now = time.time()
+        snapshot_rows = list(points)
+        for snap in snapshots:
+            name = snap["group"]
+            last = self._snapshot_written.get(name)
+            if name in changed or last is None or now - last >= self.snapshot_interval_s:
+                self._snapshot_written[name] = now
+                snapshot_rows.append((name, int(snap.get("updated_ms") or 0), "snapshot",
+                                      json.dumps(snap)))
+        if event_rows:
+            self.history.write(batch_id, "events", event_rows)
+        if snapshot_rows:
+            self.history.write(batch_id, "snapshots", snapshot_rows)
+
+
+def restore_view(view: MonitorView, history_path: str) -> int:
+    """Counters and last snapshots from the history, so a restarted job continues its series."""
+    if not os.path.isdir(history_path):
+        return 0
+    snapshots = latest_snapshots(read_history(history_path, "snapshots"))
+    events = unique_events(read_history(history_path, "events"))
+    view.update_groups(snapshots.values())
+    view.apply_events(events)
+    return len(events)
+
+
+class Job:
+    """A running groupscope job (driver side). `start()` returns once the query runs."""
+
+    def __init__(self, config: Config, spark=None, view: MonitorView | None = None,
+                 source_df=None, progress_target: Callable[[], Mapping[int, int]] | None = None,
+                 offsets_client_factory: Callable[[], Any] | None = None,
+                 start_exporter: bool = True, start_poller: bool = True) -> None:
+        self.config = config
+        self.spark = spark
+        self.view = view or MonitorView(view_settings(config))
+        self._source_df = source_df
+        self._progress_target = progress_target
+        self._offsets_client_factory = offsets_client_factory
+        self._want_exporter = start_exporter
+        self._want_poller = start_poller
+        self.exporter = None
+        self.poller = None
+        self.query = None
+        self.sink: BatchSink | None = None
+
+    # -- wiring -------------------------------------------------------------------------------
+
+    def _kafka_progress_target(self) -> Callable[[], Mapping[int, int]]:
+        topic = self.config.source.topic
+        holder: dict[str, Any] = {}
+
+        def target() -> Mapping[int, int]:
+            client = holder.get("client")
+            if client is None:
+                client = holder["client"] = self._offsets_client_factory()
+            _names, counts = client.topic_metadata()
+            n = counts.get(topic, 0)
+            ends = client.end_offsets([(topic, p) for p in range(n)])
+            return {p: end for (_t, p), end in ends.items()}
+
+        return target
+
+    def start(self):
+        from streaming.endoffsets import EndOffsetPoller
+        from streaming.exporter import start_exporter as serve
+        from streaming.sources import build_source
+
+        config = self.config
+        if self.spark is None:
+            self.spark = build_spark(config)
+        if self._offsets_client_factory is None and config.source.type in ("kafka-python", "kafka"):
+            self._offsets_client_factory = offsets_client_factory(config)
+        if self._progress_target is None and config.source.type in ("kafka-python", "kafka"):
+            self._progress_target = self._kafka_progress_target()
+        history = None
+        if config.history.path:
+            history = HistoryWriter(config.history.path, config.history.format)
+            restored = restore_view(self.view, config.history.path)
+            if restored:
+                log.info("restored %d events from the history at %s", restored, config.history.path)
+        if self._want_exporter:
+            self.exporter = serve(self.view, exporter_settings(config))
+        refresh = self.exporter.cache.refresh if self.exporter is not None else None
+        if self._want_poller and self._offsets_client_factory is not None:
+            self.poller = EndOffsetPoller(self.view, self._offsets_client_factory,
+                                          poller_settings(config), clock=self.view.clock,
+                                          on_poll=refresh).start()
+        progress = OffsetsTopicProgress(self._progress_target)
+        progress.refresh_target()
+        self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval)
+        source_df = self._source_df if self._source_df is not None else build_source(self.spark, config)
+        stream = build_pipeline(source_df)
+        trigger = {"processingTime": f"{int(config.trigger.interval * 1000)} milliseconds"}
+        self.query = (stream.writeStream.foreachBatch(self.sink)
+                      .option("checkpointLocation", os.path.join(config.checkpoint.path, "query"))
+                      .trigger(**trigger).queryName("groupscope").start())
+        return self.query
+
+    def stop(self) -> None:
+        if self.query is not None:
+            try:
+                self.query.stop()
+            except Exception:
+                log.debug("stopping the query failed", exc_info=True)
+        if self.poller is not None:
+            self.poller.stop()
+        if self.exporter is not None:
+            self.exporter.stop()
+
+    def wait(self, stop_event: threading.Event | None = None) -> None:
+        """Block until the query ends (or `stop_event` is set); re-raise a query failure."""
+        while self.query is not None and self.query.isActive:
+            if stop_event is not None and stop_event.is_set():
+                return
+            self.query.awaitTermination(1.0)
+        if self.query is not None and self.query.exception() is not None:
+            raise RuntimeError(str(self.query.exception()))
