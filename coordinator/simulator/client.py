@@ -1,0 +1,122 @@
+"""What every simulated consumer does regardless of group protocol.
+
+A client owns partitions, processes them while it owns them, commits their positions on its
+auto-commit interval and before giving them up, and can be started, stopped cleanly or crashed.
+Callbacks scheduled by a client are dropped once that client stops or restarts (its `life` changes),
+as the requests of a dead process are.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from coordinator.simulator.simulation import Simulation
+
+TopicPartition = tuple[str, int]
+
+
+class Client:
+    def __init__(self, sim: "Simulation", index: int) -> None:
+        spec = sim.scenario.clients
+        self.sim = sim
+        self.index = index
+        self.name = f"consumer-{index}"
+        self.client_id = f"consumer-{sim.scenario.group}-{index}"
+        self.host = f"/10.0.{index // 250}.{index % 250 + 1}"
+        self.instance_id = f"{sim.scenario.group}-instance-{index}" if spec.static else None
+        self.spec = spec
+        self.alive = False
+        self.life = 0
+        self.member_id: str | None = None
+        self.owned: set[TopicPartition] = set()
+        self._auto_commit_token = 0
+
+    # -- scheduling ------------------------------------------------------------------------------
+    def later(self, delay_ms: int, fn: Callable[..., Any], *args: Any) -> None:
+        life = self.life
+
+        def fire() -> None:
+            if self.alive and self.life == life:
+                fn(*args)
+        self.sim.after(delay_ms, fire)
+
+    def net(self) -> int:
+        return self.sim.scenario.network_ms
+
+    def poll_delay(self) -> int:
+        return self.sim.rng.randint(0, self.spec.poll_delay_ms)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.alive = True
+        self.life += 1
+        self.owned = set()
+        self.member_id = None  # a new process; a static member is recognised by its instance id
+        startup = self.spec.startup_ms + self.sim.rng.randint(0, max(1, self.spec.startup_ms // 2))
+        self.later(startup, self.begin)
+        self._auto_commit_token = 0
+        self.reset_auto_commit()
+
+    def stop(self) -> None:
+        """Clean shutdown: commit what was processed, release the partitions, leave."""
+        if not self.alive:
+            return
+        self.commit(self.owned, then=self._close)
+
+    def _close(self) -> None:
+        self.release(self.owned)
+        self.leave()
+        self.alive = False
+        self.life += 1
+
+    def crash(self) -> None:
+        """The process dies: no commit, no LeaveGroup; the coordinator notices by session timeout."""
+        if not self.alive:
+            return
+        self.release(self.owned)
+        self.alive = False
+        self.life += 1
+        self.on_crash()
+
+    # -- partitions ------------------------------------------------------------------------------
+    def acquire(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in sorted(set(partitions) - self.owned):
+            self.owned.add(tp)
+            self.sim.start_processing(self, tp)
+
+    def release(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in sorted(set(partitions) & self.owned):
+            self.owned.discard(tp)
+            self.sim.stop_processing(self, tp)
+
+    def commit(self, partitions: Iterable[TopicPartition], then: Callable[[], None] | None = None) -> None:
+        """OffsetCommit of the current positions; `then` runs when the response is back."""
+        offsets = {tp: self.sim.flows[tp].consumed_offset(self.sim.now) for tp in sorted(partitions)}
+        if offsets:
+            member = self.member_id
+            self.sim.after(self.net(), self.sim.coordinator.offset_commit, self, member, offsets)
+        if then is not None:
+            self.later(2 * self.net() if offsets else 0, then)
+
+    def reset_auto_commit(self) -> None:
+        """(Re)starts the auto-commit timer; poll() notices its expiry up to a poll delay late."""
+        self._auto_commit_token += 1
+        self.later(self.spec.auto_commit_interval_ms + self.poll_delay(), self._auto_commit,
+                   self._auto_commit_token)
+
+    def _auto_commit(self, token: int) -> None:
+        if token != self._auto_commit_token:
+            return
+        if self.owned:
+            self.commit(self.owned)
+        self.reset_auto_commit()
+
+    # -- protocol hooks --------------------------------------------------------------------------
+    def begin(self) -> None:
+        raise NotImplementedError
+
+    def leave(self) -> None:
+        raise NotImplementedError
+
+    def on_crash(self) -> None:
+        raise NotImplementedError
