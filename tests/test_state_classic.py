@@ -95,13 +95,13 @@ def test_join_rebalance_uses_the_commit_burst_and_measures_downtime_of_moved_par
     assert leave["members_left"] == ["B"] and leave["partitions_moved"] == [["orders", 2], ["orders", 3]]
 
     downtime = by_name(events, "rebalance_downtime")
-    # orders-2 moved at generation 2: last commit 12.5 s (A's burst), first commit after 20.0 s (B)
-    assert downtime[0] == {"event": "rebalance_downtime", "group": G, "timestamp_ms": 20_000,
-                           "partition": partition_for(G), "offset": 14, "to_generation": 2, "topic": "orders",
-                           "partition_id": 2, "downtime_seconds": 7.5}
-    # orders-3: B's first commit is in its own pre-leave burst; generation 3's moves are never committed
+    # moved at generation 2: last commits 12.5 s (A's burst), handed over by the 14.1 s record;
+    # moved back at generation 3: last commits 30.5 s (B's burst before leaving), record at 31.2 s
+    assert downtime[0] == {"event": "rebalance_downtime", "group": G, "timestamp_ms": 14_100,
+                           "partition": partition_for(G), "offset": 13, "to_generation": 2, "topic": "orders",
+                           "partition_id": 2, "downtime_seconds": 1.6}
     assert [(d["to_generation"], d["partition_id"], d["downtime_seconds"]) for d in downtime] == [
-        (2, 2, 7.5), (2, 3, 18.0)]
+        (2, 2, 1.6), (2, 3, 1.6), (3, 2, 0.7), (3, 3, 0.7)]
 
 
 def test_empty_snapshot_then_tombstones_empty_and_delete_the_group():

@@ -1,31 +1,35 @@
-"""The classic rebalance-start estimator and the assignment maths, on known timings."""
+"""The classic rebalance-start estimator, downtime and the assignment maths, on known timings."""
 from __future__ import annotations
 
 from coordinator.state import assignment_quality, diff_assignments, estimate_start
-from coordinator.state.estimator import COMMIT_HISTORY, record_commit
+from coordinator.state.estimator import REACTION_GAP_MS, downtime_seconds
 
 
-def test_burst_is_the_run_of_close_commits_before_the_join_ended():
-    history = [[1_000, 4], [5_000, 4], [9_000, 2], [9_500, 3]]
-    # 9.0 and 9.5 s are 0.5 s apart (one burst); 5.0 s is 4 s before it (the last periodic commit)
-    assert estimate_start(history, 12_000, 11_000, 500, 300_000) == (9_000, "commit_burst")
+def test_start_is_the_earliest_of_the_chained_last_commits_per_partition():
+    # each partition's latest commit: 9.0 s, 9.5 s (reactions 0.5 s apart) and 4.0 s (a crashed
+    # member's last periodic commit, more than a reaction gap before them)
+    last = [9_500, 9_000, 9_500, 4_000, 9_500]
+    assert estimate_start(last, 12_000, 11_000, 500, 300_000) == (9_000, "commit_burst")
 
 
-def test_one_commit_record_is_the_last_commit_not_a_burst():
-    assert estimate_start([[9_000, 1]], 12_000, 11_000, 500, 300_000) == (9_000, "last_commit")
+def test_reactions_one_heartbeat_interval_apart_still_chain():
+    last = [10_000, 10_000 - REACTION_GAP_MS, 10_000 - 2 * REACTION_GAP_MS, 10_000 - 3 * REACTION_GAP_MS - 1]
+    assert estimate_start(last, 12_000, 11_000, None, 300_000) == (10_000 - 2 * REACTION_GAP_MS, "commit_burst")
+
+
+def test_one_partition_is_the_last_commit_not_a_burst():
+    assert estimate_start([9_000], 12_000, 11_000, 500, 300_000) == (9_000, "last_commit")
 
 
 def test_commits_outside_the_generation_or_after_the_join_do_not_count():
-    history = [[400, 5], [11_500, 5]]
     # 0.4 s is before the previous generation's record (0.5 s); 11.5 s is inside the sync phase
-    assert estimate_start(history, 12_000, 11_000, 500, 300_000) == (11_000, "state_timestamp")
+    assert estimate_start([400, 400, 11_500], 12_000, 11_000, 500, 300_000) == (11_000, "state_timestamp")
 
 
-def test_commits_older_than_the_rebalance_timeout_are_not_a_burst():
-    history = [[1_000, 8]]
-    assert estimate_start(history, 100_000, 99_000, None, 30_000) == (99_000, "state_timestamp")
+def test_commits_older_than_the_rebalance_timeout_do_not_count():
+    assert estimate_start([1_000, 1_000], 100_000, 99_000, None, 30_000) == (99_000, "state_timestamp")
     # without a state timestamp (value v0/v1) the last commit of the generation is all there is
-    assert estimate_start(history, 100_000, None, None, 30_000) == (1_000, "last_commit")
+    assert estimate_start([1_000, 900], 100_000, None, None, 30_000) == (1_000, "last_commit")
 
 
 def test_nothing_known_gives_a_zero_length_estimate():
@@ -34,22 +38,18 @@ def test_nothing_known_gives_a_zero_length_estimate():
 
 
 def test_without_a_state_timestamp_the_window_ends_at_the_record():
-    assert estimate_start([[4_000, 2], [4_100, 1]], 5_000, None, None, None) == (4_000, "commit_burst")
+    assert estimate_start([4_000, 4_100, 4_100], 5_000, None, None, None) == (4_000, "commit_burst")
 
 
 def test_default_rebalance_timeout_applies_when_unknown():
-    assert estimate_start([[1_000, 2]], 301_000, 300_500, None, None) == (1_000, "commit_burst")
-    assert estimate_start([[1_000, 2]], 302_000, 301_500, None, None) == (301_500, "state_timestamp")
+    assert estimate_start([1_000, 1_000], 301_000, 300_500, None, None) == (1_000, "commit_burst")
+    assert estimate_start([1_000, 1_000], 302_000, 301_500, None, None) == (301_500, "state_timestamp")
 
 
-def test_history_counts_records_per_timestamp_and_is_bounded():
-    history: list[list[int]] = []
-    for ts in (1, 1, 2):
-        record_commit(history, ts)
-    assert history == [[1, 2], [2, 1]]
-    for ts in range(3, 3 + COMMIT_HISTORY):
-        record_commit(history, ts)
-    assert len(history) == COMMIT_HISTORY and history[0] == [3, 1]
+def test_downtime_runs_from_the_last_commit_to_the_hand_over():
+    assert downtime_seconds(12_500, 14_100) == 1.6
+    assert downtime_seconds(None, 14_100) is None
+    assert downtime_seconds(15_000, 14_100) is None   # a commit stamped after the hand-over says nothing
 
 
 def test_diff_of_two_assignments():
@@ -62,6 +62,16 @@ def test_diff_of_two_assignments():
         "partitions_kept": [["t", 0], ["t", 2]],
         "partitions_moved": [["t", 1], ["t", 3]],
     }
+
+
+def test_a_partition_released_earlier_moves_when_another_member_gets_it():
+    # cooperative: B gave up t-1 in the previous rebalance; nobody owned it in between
+    old = {"a": {("t", 0)}, "b": set()}
+    new = {"a": {("t", 0)}, "b": {("t", 2)}, "c": {("t", 1)}}
+    diff = diff_assignments(old, new, released={("t", 1): "b", ("t", 2): "b"})
+    assert diff["partitions_assigned"] == [["t", 1], ["t", 2]]
+    assert diff["partitions_moved"] == [["t", 1]]          # t-2 went back to the member that released it
+    assert diff_assignments(old, new)["partitions_moved"] == []
 
 
 def test_quality_without_partition_counts_has_no_unowned_figure():

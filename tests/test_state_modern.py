@@ -73,7 +73,14 @@ def test_join_with_revocation_is_one_exact_rebalance():
     assert leave["partitions_moved"] == [["orders", 2], ["orders", 3]]
     assert leave["partitions_revoked"] == [["orders", 2], ["orders", 3]]
     downtime = [e.to_dict() for e in events if e.event == "rebalance_downtime"]
-    assert [(d["to_generation"], d["partition_id"], d["downtime_seconds"]) for d in downtime] == [(2, 2, 6.5)]
+    # orders-2: last committed at 9.0 s (by A), B's assignment record at 14.0 s hands it over; back
+    # to A at 21.0 s after B's last commit at 15.5 s. orders-3 was never committed: nothing to measure.
+    assert [(d["to_generation"], d["partition_id"], d["downtime_seconds"]) for d in downtime] == [
+        (2, 2, 5.0), (3, 2, 5.5)]
+    # they follow their rebalance event, at the record that converged the group
+    names = [e.event for e in events]
+    assert names[names.index("rebalance_downtime") - 1] == "rebalance"
+    assert [d["timestamp_ms"] for d in downtime] == [14_000, 21_000]
 
 
 def test_member_view_during_reconciliation():
@@ -108,6 +115,18 @@ def test_topic_ids_are_named_from_partition_metadata_then_the_caller_else_left_a
     store.apply(cg_member(G, "A", ["orders", "refunds"]), partition=0, offset=1, timestamp_ms=1)
     store.apply(cg_current(G, "A", 1, [(T1, 0), (T2, 1)]), partition=0, offset=2, timestamp_ms=1)
     assert store.groups()[G].to_dict()["members"][0]["assigned"] == [["orders", 0], ["refunds", 1]]
+
+
+def test_topic_ids_are_named_from_v4_offset_commits():
+    store = GroupStore()
+    tl = join_and_leave()
+    tl.add(offset_commit(G, "orders", 1, 70, 30_000, version=4, topic_id=T1), 30_000)
+    tl.replay(store)
+    assert store.groups()[G].to_dict()["members"][0]["assigned"][0] == ["orders", 0]
+    # a v3 commit carries no id, so the join-and-leave commits alone name nothing
+    store = GroupStore()
+    join_and_leave().replay(store)
+    assert store.groups()[G].to_dict()["members"][0]["assigned"][0] == [T1, 0]
 
 
 def test_regex_subscription_resolves_to_topics():

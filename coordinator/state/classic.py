@@ -9,21 +9,35 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.errors import DecodeError
+from coordinator.protocol import decode_assignment, decode_subscription
 from coordinator.protocol.connect import decode_connect_assignment, decode_connect_metadata
 from coordinator.state.completion import complete_rebalance
 from coordinator.state.context import Context
 from coordinator.state.estimator import estimate_start
 from coordinator.state.events import GROUP_EMPTIED, MEMBER_JOINED, MEMBER_LEFT, Event, Position
-from coordinator.state.group import CLASSIC, GroupState
+from coordinator.state.group import CLASSIC, COMMIT_TS, GroupState
 
 
 def _partition_pairs(topic_partitions: list[dict[str, Any]] | None) -> list[list]:
     return sorted([tp["topic"], p] for tp in topic_partitions or () for p in tp["partitions"])
 
 
+def _embedded(raw: dict[str, Any], name: str, decoder: Any) -> dict[str, Any]:
+    """A member's decoded subscription or assignment: the decoder's `*_decoded` key, else decoded
+    here from the hex (a canonical dict built by hand, e.g. by the simulator, has only the bytes);
+    {} when the bytes do not decode."""
+    decoded = raw.get(f"{name}_decoded")
+    if decoded is not None:
+        return decoded
+    try:
+        return decoder(bytes.fromhex(raw.get(name) or "")).to_dict()
+    except (DecodeError, ValueError):
+        return {}
+
+
 def _consumer_fields(raw: dict[str, Any], protocol: str | None) -> dict[str, Any]:
-    sub = raw.get("subscription_decoded") or {}
-    asg = raw.get("assignment_decoded") or {}
+    sub = _embedded(raw, "subscription", decode_subscription)
+    asg = _embedded(raw, "assignment", decode_assignment)
     extra: dict[str, Any] = {}
     if sub.get("owned_partitions"):
         extra["owned_partitions"] = _partition_pairs(sub["owned_partitions"])
@@ -97,6 +111,8 @@ def apply_group_metadata(state: GroupState, value: dict[str, Any], pos: Position
     prev_generation, old_owners = _previous_generation(state)
     old_members = state.member_views()
     prev_end = state.generation_ts if state.group_type == CLASSIC else None
+    if state.group_type != CLASSIC:
+        state.released = {}   # a converted KIP-848 group's entries are by topic id
 
     state.group_type = CLASSIC
     state.protocol_type, state.protocol = protocol_type, protocol
@@ -115,6 +131,8 @@ def apply_group_metadata(state: GroupState, value: dict[str, Any], pos: Position
         events.append(pos.event(MEMBER_LEFT, state.group, member_id=mid, client_id=m["client_id"],
                                 client_host=m["client_host"], group_instance_id=m["group_instance_id"]))
     if not members:
+        # The group stopped: its partitions wait for no hand-over.
+        state.released = {}
         if old_members:
             events.append(pos.event(GROUP_EMPTIED, state.group, generation=state.generation))
         return
@@ -122,8 +140,21 @@ def apply_group_metadata(state: GroupState, value: dict[str, Any], pos: Position
     if state.generation == prev_generation or (prev_generation is None and not new_group):
         return
     timeouts = [m["rebalance_timeout_ms"] for m in members.values() if m["rebalance_timeout_ms"]]
-    start, method = estimate_start(state.commit_times, pos.timestamp_ms, state.current_state_ts, prev_end,
-                                   max(timeouts, default=None))
+    start, method = estimate_start((entry[COMMIT_TS] for entry in state.offsets.values()), pos.timestamp_ms,
+                                   state.current_state_ts, prev_end, max(timeouts, default=None))
     sync = None if state.current_state_ts is None else (pos.timestamp_ms - state.current_state_ts) / 1000.0
-    events.append(complete_rebalance(state, pos, ctx, old_owners, prev_generation or 0, start, method, sync,
+    events.extend(complete_rebalance(state, pos, ctx, old_owners, prev_generation or 0, start, method, sync,
                                      protocol))
+    _track_released(state, old_owners)
+
+
+def _track_released(state: GroupState, old_owners: dict[str, Any]) -> None:
+    """Partitions revoked without a new owner (cooperative assignors hand them over in the next
+    rebalance) are remembered with the member that gave them up; owned ones are forgotten."""
+    owned = {tp for tps in state.owners().values() for tp in tps}
+    for mid, tps in old_owners.items():
+        for tp in tps:
+            if tp not in owned:
+                state.released[tuple(tp)] = mid
+    for tp in owned:
+        state.released.pop(tp, None)

@@ -1,19 +1,33 @@
-"""Turning a finished rebalance into an event and into the group's new rebalance baseline."""
+"""Turning a finished rebalance into its events: the rebalance, then the downtime of each moved
+partition (estimator.py defines both)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from coordinator.state.context import Context
-from coordinator.state.events import REBALANCE, Event, Position
+from coordinator.state.estimator import downtime_seconds
+from coordinator.state.events import REBALANCE, REBALANCE_DOWNTIME, Event, Position
 from coordinator.state.group import COMMIT_TS, GroupState
 from coordinator.state.rebalance import assignment_quality, diff_assignments
 
 
+def last_commit_ms(state: GroupState, topic: str, partition: int) -> int | None:
+    entry = state.offsets.get((topic, partition))
+    return None if entry is None else entry[COMMIT_TS]
+
+
 def complete_rebalance(state: GroupState, pos: Position, ctx: Context, old_owners: dict[str, Any],
                        from_generation: int, start_ms: int, start_method: str, sync_seconds: float | None,
-                       protocol: str | None) -> Event:
-    """Builds the rebalance event ending at `pos`, records it as the group's last rebalance, and
-    arms per-partition downtime measurement for the moved partitions."""
+                       protocol: str | None,
+                       handovers: Iterable[tuple[str, int, float]] | None = None) -> list[Event]:
+    """The rebalance event ending at `pos` (also recorded as the group's last rebalance) followed
+    by one `rebalance_downtime` event per moved partition.
+
+    `handovers` lists (topic, partition, downtime seconds) measured as the partitions changed
+    hands (KIP-848); None means they changed hands at `pos` (classic: the generation's record),
+    where the moved partitions are measured, counting those a member gave up in an earlier
+    rebalance (`state.released`) as well.
+    """
     new_owners = state.owners()
     to_generation = state.generation if state.group_type == "classic" else state.group_epoch
     # the caller's cluster metadata is fresher than what the group's records last saw
@@ -30,15 +44,16 @@ def complete_rebalance(state: GroupState, pos: Position, ctx: Context, old_owner
         "sync_seconds": sync_seconds,
         "duration_seconds": (pos.timestamp_ms - start_ms) / 1000.0,
     }
-    fields.update(diff_assignments(old_owners, new_owners))
+    fields.update(diff_assignments(old_owners, new_owners, state.released if handovers is None else None))
     fields["quality"] = assignment_quality(new_owners, state.subscriptions(), counts)
     event = pos.event(REBALANCE, state.group, **fields)
     state.last_rebalance = event.to_dict()
-    # Downtime of a moved partition = first commit after the end - its last commit before the end
-    # (the old owner's final commit, usually part of the pre-rebalance burst).
-    state.pending_downtime = {}
-    for t, p in fields["partitions_moved"]:
-        entry = state.offsets.get((t, p))
-        if entry is not None:
-            state.pending_downtime[(t, p)] = [to_generation, entry[COMMIT_TS]]
-    return event
+    if handovers is None:
+        handovers = [(t, p, downtime_seconds(last_commit_ms(state, t, p), pos.timestamp_ms))
+                     for t, p in fields["partitions_moved"]]
+    events = [event]
+    for topic, partition, seconds in handovers:
+        if seconds is not None:
+            events.append(pos.event(REBALANCE_DOWNTIME, state.group, to_generation=to_generation, topic=topic,
+                                    partition_id=partition, downtime_seconds=seconds))
+    return events

@@ -6,7 +6,7 @@ a frozen dataclass: offset commits arrive at 100k+/s and copying the offsets map
 dominate the cost. Only the functions in `coordinator.state.reducer` mutate it.
 
 `to_dict()` is the public view (docs/contracts.md); `to_bytes()`/`from_bytes()` carry the complete
-state, including what the view leaves out (pending transactions, commit history, rebalance
+state, including what the view leaves out (pending transactions, released partitions, rebalance
 baseline, idempotence positions).
 """
 from __future__ import annotations
@@ -41,11 +41,11 @@ _SLOTS = (
     # committed offsets and transactions
     "offsets", "log_positions", "pending_txn", "graveyard",
     # rebalance tracking
-    "commit_times", "generation_ts", "baseline", "in_progress", "last_rebalance", "pending_downtime",
+    "generation_ts", "baseline", "in_progress", "last_rebalance", "released",
 )
 
 # Fields whose dicts are keyed by (topic, partition) and need flattening for JSON.
-_TP_KEYED = ("offsets", "log_positions", "graveyard", "pending_downtime")
+_TP_KEYED = ("offsets", "log_positions", "graveyard", "released")
 
 
 class GroupState:
@@ -80,12 +80,13 @@ class GroupState:
         self.log_positions: dict[tuple[str, int], int] = {}
         self.pending_txn: dict[int, dict[tuple[str, int], list]] = {}
         self.graveyard: dict[tuple[str, int], tuple] | None = None
-        self.commit_times: list[list[int]] = []   # [record timestamp, commits], estimator.py
         self.generation_ts: int | None = None
         self.baseline: dict[str, Any] | None = None
         self.in_progress: dict[str, Any] | None = None
         self.last_rebalance: dict[str, Any] | None = None
-        self.pending_downtime: dict[tuple[str, int], list] = {}
+        # Partitions a member gave up that nobody owns yet -> that member (classic: by topic name;
+        # KIP-848: by topic id), to measure their downtime when someone else gets them.
+        self.released: dict[tuple[str, int], str] = {}
 
     # ----- views -----------------------------------------------------------------------------
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.state.completion import complete_rebalance
+from coordinator.state.completion import complete_rebalance, last_commit_ms
 from coordinator.state.context import Context
+from coordinator.state.estimator import downtime_seconds
 from coordinator.state.events import GROUP_EMPTIED, MEMBER_JOINED, MEMBER_LEFT, Event, Position
 from coordinator.state.group import (CONSUMER, SHARE, STABLE, STREAMS, STREAMS_STABLE, GroupState,
                                      server_assignor)
@@ -151,12 +152,13 @@ def apply_modern(state: GroupState, rtype: int, key: dict[str, Any], value: dict
         state.assignment_ts = None if value is None else value.get("assignment_timestamp")
     elif kind in ("target", "current"):
         book = state.target if kind == "target" else state.current
-        if value is None:
-            book.pop(member_id, None)
-        else:
+        old = book.pop(member_id, None)
+        if value is not None:
             book[member_id] = _assignment(state, value, current=kind == "current")
             if state.group_type != STREAMS:
                 _remember_topic_names(state, ctx, book[member_id]["assigned"] + book[member_id].get("pending", []))
+        if kind == "current" and state.group_type == CONSUMER:
+            _track_handovers(state, member_id, old, book.get(member_id), pos)
     elif kind == "regex":
         regex = key["regular_expression"]
         if value is None:
@@ -173,12 +175,42 @@ def apply_modern(state: GroupState, rtype: int, key: dict[str, Any], value: dict
     _track_rebalance(state, pos, ctx, events)
 
 
+def _held(entry: dict[str, Any] | None) -> tuple[set[tuple[str, int]], set[tuple[str, int]]]:
+    """(assigned, assigned or pending revocation) of a current-assignment entry, by topic id."""
+    if entry is None:
+        return set(), set()
+    assigned = {(t, p) for t, p in entry["assigned"]}
+    return assigned, assigned | {(t, p) for t, p in entry.get("pending", ())}
+
+
+def _track_handovers(state: GroupState, member_id: str, old: dict[str, Any] | None, new: dict[str, Any] | None,
+                     pos: Position) -> None:
+    """A member's current assignment changed from `old` to `new` (record 8, or its tombstone):
+    partitions it no longer holds are released; partitions it newly owns that another member
+    released were handed over here, and their downtime counts for the rebalance in progress
+    (estimator.py)."""
+    old_assigned, old_held = _held(old)
+    new_assigned, new_held = _held(new)
+    for tp in old_held - new_held:
+        state.released[tp] = member_id
+    for tp in new_assigned - old_assigned:
+        previous = state.released.pop(tp, None)
+        if previous is None or previous == member_id or state.in_progress is None:
+            continue
+        topic = state.topic_name(tp[0])
+        seconds = downtime_seconds(last_commit_ms(state, topic, tp[1]), pos.timestamp_ms)
+        if seconds is not None:
+            state.in_progress.setdefault("handovers", []).append([topic, tp[1], seconds])
+
+
 def _member_record(state: GroupState, member_id: str, value: dict[str, Any] | None, pos: Position,
                    events: list[Event]) -> None:
     if value is None:
         meta = state.modern_members.pop(member_id, None)
         state.target.pop(member_id, None)
-        state.current.pop(member_id, None)
+        current = state.current.pop(member_id, None)
+        if current is not None and state.group_type == CONSUMER:
+            _track_handovers(state, member_id, current, None, pos)
         if meta is not None:
             events.append(pos.event(MEMBER_LEFT, state.group, member_id=member_id, client_id=meta["client_id"],
                                     client_host=meta["client_host"], group_instance_id=meta["group_instance_id"]))
@@ -200,9 +232,11 @@ def _snapshot(state: GroupState) -> dict[str, Any]:
 
 def _track_rebalance(state: GroupState, pos: Position, ctx: Context, events: list[Event]) -> None:
     if not state.modern_members:
-        # Nothing to converge; the next join starts a rebalance from this epoch.
+        # Nothing to converge; the next join starts a rebalance from this epoch, and the group's
+        # partitions wait for no hand-over.
         state.in_progress = None
         state.baseline = {"epoch": state.group_epoch, "owners": {}}
+        state.released = {}
         return
     baseline = state.baseline
     if state.in_progress is None and baseline is not None and state.group_epoch > baseline["epoch"]:
@@ -211,9 +245,10 @@ def _track_rebalance(state: GroupState, pos: Position, ctx: Context, events: lis
         return
     if state.in_progress is not None:
         old = {mid: {tuple(tp) for tp in tps} for mid, tps in baseline["owners"].items()}
-        events.append(complete_rebalance(state, pos, ctx, old, state.in_progress["from_epoch"],
+        events.extend(complete_rebalance(state, pos, ctx, old, state.in_progress["from_epoch"],
                                          state.in_progress["start_ms"], "exact", None,
-                                         server_assignor(state.member_views())))
+                                         server_assignor(state.member_views()),
+                                         [tuple(h) for h in state.in_progress.get("handovers", ())]))
         state.in_progress = None
         state.baseline = _snapshot(state)
     elif baseline is None:

@@ -18,9 +18,8 @@ import sys
 from typing import Any
 
 from coordinator.state.context import Context
-from coordinator.state.estimator import record_commit
-from coordinator.state.events import OFFSET_COMMITTED, OFFSET_DELETED, REBALANCE_DOWNTIME, Event, Position
-from coordinator.state.group import COMMIT_TS, GroupState
+from coordinator.state.events import OFFSET_COMMITTED, OFFSET_DELETED, Event, Position
+from coordinator.state.group import TOPIC_ID, GroupState
 
 _ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -39,21 +38,15 @@ def make_visible(state: GroupState, tp: tuple[str, int], entry: tuple, pos: Posi
     state.offsets[tp] = entry
     if log_offset is not None:
         state.log_positions[tp] = log_offset
-    history = state.commit_times
-    if history and history[-1][0] == pos.timestamp_ms:
-        history[-1][1] += 1
-    else:
-        record_commit(history, pos.timestamp_ms)
+    topic_id = entry[TOPIC_ID]
+    if topic_id is not None and topic_id not in state.topic_names:
+        # v4 commits (KIP-848 groups) carry the topic's name in the key and its id in the value:
+        # that names the ids the group's assignment records use.
+        state.topic_names[topic_id] = tp[0]
     if ctx.emit_offset_events:
         events.append(Event(OFFSET_COMMITTED, state.group, pos.timestamp_ms, pos.partition, pos.offset, {
             "topic": tp[0], "partition_id": tp[1], "committed_offset": entry[0], "leader_epoch": entry[1],
-            "metadata": entry[2], "commit_timestamp_ms": entry[3], "topic_id": entry[4]}))
-    if state.pending_downtime:
-        armed = state.pending_downtime.pop(tp, None)
-        if armed is not None:
-            to_generation, last_ms = armed
-            events.append(pos.event(REBALANCE_DOWNTIME, state.group, to_generation=to_generation, topic=tp[0],
-                                    partition_id=tp[1], downtime_seconds=(entry[COMMIT_TS] - last_ms) / 1000.0))
+            "metadata": entry[2], "commit_timestamp_ms": entry[3], "topic_id": topic_id}))
 
 
 def apply_offset_record(state: GroupState, key: dict[str, Any], value: dict[str, Any] | None, pos: Position,
@@ -79,7 +72,6 @@ def delete_offset(state: GroupState, tp: tuple[str, int], pos: Position, events:
         if not pending:
             del state.pending_txn[pid]
     state.log_positions.pop(tp, None)
-    state.pending_downtime.pop(tp, None)
     if state.graveyard:
         state.graveyard.pop(tp, None)
     if state.offsets.pop(tp, None) is not None:

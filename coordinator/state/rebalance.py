@@ -24,18 +24,23 @@ def _pairs(tps: Iterable[tuple[str, int]]) -> list[list]:
     return [[t, p] for t, p in sorted(tps)]
 
 
-def diff_assignments(old: Owners, new: Owners) -> dict[str, list]:
+def diff_assignments(old: Owners, new: Owners,
+                     released: Mapping[tuple[str, int], str] | None = None) -> dict[str, list]:
     """Members joined/left/kept and partitions revoked/assigned/kept/moved between two assignments.
 
     revoked: partitions a member owned before and does not own after; assigned: partitions a member
-    owns after and did not own before; kept: same owner before and after; moved: owned before and
-    after, by a different member (a subset of both revoked and assigned).
+    owns after and did not own before; kept: same owner before and after; moved: assigned to a
+    different member than their last owner. The last owner is the owner before or, for a partition
+    nobody owned before, the member that gave it up earlier as listed in `released` (cooperative
+    assignors move a partition in two rebalances: revoked in one, assigned in the next).
     """
     old_owner, new_owner = _owner_of(old), _owner_of(new)
     revoked = [tp for tp, mid in old_owner.items() if new_owner.get(tp) != mid]
     assigned = [tp for tp, mid in new_owner.items() if old_owner.get(tp) != mid]
     kept = [tp for tp, mid in new_owner.items() if old_owner.get(tp) == mid]
-    moved = [tp for tp in assigned if tp in old_owner]
+    released = released or {}
+    moved = [tp for tp in assigned
+             if tp in old_owner or (tp in released and released[tp] != new_owner[tp])]
     return {
         "members_joined": sorted(set(new) - set(old)),
         "members_left": sorted(set(old) - set(new)),

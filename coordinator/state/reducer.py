@@ -52,7 +52,7 @@ def _delete_group(state: GroupState, pos: Position, events: list[Event]) -> None
     state.dead = True
     state.graveyard = state.offsets
     state.offsets = {}
-    state.pending_downtime = {}
+    state.released = {}
     state.in_progress = None
     events.append(pos.event(GROUP_DELETED, state.group, group_type=state.group_type, generation=generation))
 
@@ -75,6 +75,7 @@ def _switch_type(state: GroupState, family: str) -> None:
     if state.group_type == CLASSIC and state.generation_ts is not None:
         state.baseline = {"epoch": state.generation, "owners": state.owners_snapshot()}
     state.members = {}
+    state.released = {}   # classic entries are by topic name, KIP-848 ones by topic id
     state.group_type = family
 
 
