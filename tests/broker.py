@@ -75,9 +75,10 @@ class Broker:
             return ""
 
 
-def start_broker(timeout_s: float = 30.0) -> Broker:
-    """Start tansu on a free 127.0.0.1 port and wait until it answers a metadata request."""
-    port = free_port()
+def start_broker(timeout_s: float = 30.0, port: int | None = None) -> Broker:
+    """Start tansu on 127.0.0.1 (a free port unless given: a restart reuses its address) and wait
+    until it answers a metadata request."""
+    port = port or free_port()
     url = f"tcp://127.0.0.1:{port}"
     workdir = tempfile.mkdtemp(prefix="groupscope-tansu-")
     log_path = os.path.join(workdir, "tansu.log")
