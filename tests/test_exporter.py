@@ -2,7 +2,6 @@
 an ephemeral 127.0.0.1 port, parse with prometheus_client.parser and check exact values."""
 from __future__ import annotations
 
-import base64
 import math
 import urllib.error
 import urllib.request
@@ -17,6 +16,7 @@ from streaming.exposition import render_text
 from streaming.families import build_families
 from streaming.metrics_cache import MetricsCache
 from streaming.view import MonitorView, ViewSettings
+from scrape_support import parse, scrape
 
 T0 = 1_700_000_000.0
 
@@ -52,24 +52,6 @@ def snapshot(group, members, offsets, generation=4, state="Stable", protocol="ra
                          "metadata": "", "commit_timestamp_ms": int(ts * 1000), "topic_id": None}
                         for t, p, o, ts in offsets],
             "last_rebalance": last_rebalance, "updated_ms": int(updated_s * 1000)}
-
-
-def scrape(port, path="/metrics", auth=None):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
-    if auth is not None:
-        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return response.status, response.read().decode()
-
-
-def parse(text):
-    """{sample name: {frozenset(label items): value}}"""
-    out: dict[str, dict[frozenset, float]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.setdefault(sample.name, {})[frozenset(sample.labels.items())] = sample.value
-    return out
 
 
 def value(samples, name, **labels):

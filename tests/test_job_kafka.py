@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import time
-import urllib.request
 import uuid
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from broker import create_topic, produce_raw
+from scrape_support import parse, scrape
 from coordinator import partition_for
 from coordinator.records import encode
 from state_timeline import (cg_current, cg_epoch, cg_member, cg_target, cg_target_epoch,
@@ -63,13 +62,7 @@ def _timeline(orders: str, pay: str, pay_id: str):
 
 
 def _scrape(port: int) -> dict[str, dict[frozenset, float]]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
-        text = response.read().decode()
-    out: dict[str, dict[frozenset, float]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.setdefault(sample.name, {})[frozenset(sample.labels.items())] = sample.value
-    return out
+    return parse(scrape(port)[1])
 
 
 def _value(samples, name, **labels):
