@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from streaming.config import Config
-from streaming.decode_stage import MONITOR_KEY, STAGE_DDL, decode_partition
+from streaming.decode_stage import (MONITOR_KEY, STAGE_DDL, decode_partition,
+                                    decode_partition_every_record)
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
                                unique_events)
 from streaming.monitoring import (exporter_settings, offsets_client_factory, poller_settings,
@@ -59,9 +60,12 @@ def build_pipeline(source_df, context=None):
     """The decoded, stateful stream: rows (group, kind, payload, ts_ms)."""
     from streaming.group_processor import OUTPUT_SCHEMA, GroupProcessor
 
-    decoded = source_df.mapInArrow(decode_partition, STAGE_DDL)
+    processor = GroupProcessor(context)
+    # Superseded commits are dropped before the shuffle unless each commit is to emit an event.
+    decode = decode_partition_every_record if processor.context.emit_offset_events else decode_partition
+    decoded = source_df.mapInArrow(decode, STAGE_DDL)
     return decoded.groupBy("group").transformWithStateInPandas(
-        statefulProcessor=GroupProcessor(context), outputStructType=OUTPUT_SCHEMA,
+        statefulProcessor=processor, outputStructType=OUTPUT_SCHEMA,
         outputMode="Update", timeMode="None")
 
 

@@ -6,6 +6,7 @@ and as a plain command (a session is built from `spark.master`).
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 
@@ -32,11 +33,21 @@ def run(args) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    job = Job(config)
-    try:
-        job.start()
-    except OSError as exc:  # e.g. the exporter's port is taken
-        raise UserError(f"cannot start: {exc}") from None
+    if config.source.type == "simulator":
+        # A demo source: every start runs the scenarios afresh (its capture file lives here).
+        from streaming.commands.demo import Demo
+
+        work_dir = os.path.join(config.checkpoint.path, "simulator")
+        os.makedirs(work_dir, exist_ok=True)
+        demo = Demo(config, work_dir).start()
+        job, stop_job = demo.job, demo.stop
+    else:
+        job = Job(config)
+        stop_job = job.stop
+        try:
+            job.start()
+        except OSError as exc:  # e.g. the exporter's port is taken
+            raise UserError(f"cannot start: {exc}") from None
     if job.exporter is not None:
         host = config.exporter.listen.rpartition(":")[0]
         scheme = "https" if config.exporter.tls.cert else "http"
@@ -46,5 +57,5 @@ def run(args) -> int:
     except RuntimeError as exc:
         raise UserError(f"the streaming query failed: {exc}") from None
     finally:
-        job.stop()
+        stop_job()
     return 0
