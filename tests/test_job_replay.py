@@ -61,7 +61,8 @@ def test_counters_and_skips(replayed):
     for rec, *_ in tl.entries:
         by_type[rec.type_name] = by_type.get(rec.type_name, 0) + 1
     assert job.view.records_total == by_type
-    assert job.view.records_skipped == {"malformed": 1, "unknown_type": 1}
+    assert job.view.records_skipped == {"malformed": 1, "unknown_type": 1, "unsupported_version": 0,
+                                        "control_record": 0}
     assert job.view.ready
 
 
