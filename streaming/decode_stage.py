@@ -1,10 +1,16 @@
-"""Stage 1 of the job: raw `__consumer_offsets` rows -> decoded rows keyed by group (mapInArrow).
+"""Stage 1 of the job: raw `__consumer_offsets` rows -> rows keyed by group (mapInArrow).
 
-Offset commits are decoded column-wise by `coordinator.batch_decode`; every other record type
-travels as its canonical dict in JSON. Records that do not decode never reach the state stage:
-they are only counted. Counters travel as extra rows under `MONITOR_KEY`, so the state stage
-keeps them in Spark's state store next to the groups, where a replayed micro-batch cannot count
-them twice.
+Records are decoded column-wise by `coordinator.batch_decode` (offset commits fully, the other
+types through their canonical dict): that finds each record's group, drops the records that do
+not decode (they are only counted) and the offset commits a later one overrides
+(streaming.commit_compaction). What goes on to the state stage is narrow (STAGE_SCHEMA): group,
+position and the record's raw key and value, which the state stage decodes again for the few
+records that reach it. Narrow because Spark's transformWithStateInPandas worker builds a pandas
+frame per state key, at a cost that grows with the number of columns.
+
+Counters travel as extra rows under `MONITOR_KEY` (what is counted in `key`, the count in
+`value`, as text), so the state stage keeps them in Spark's state store next to the groups,
+where a replayed micro-batch cannot count them twice.
 """
 from __future__ import annotations
 
@@ -16,29 +22,34 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from coordinator.batch_decode import decode_batch
+from streaming.commit_compaction import superseded_commits_dropped
 
 # Never a Kafka group id: group ids are Java strings written as UTF-8 and a NUL-led id is not
 # something any client produces.
 MONITOR_KEY = "\u0000groupscope-monitor"
 
-# Monitor rows use `type_name` for what is counted and `offset` for the count.
+# Monitor rows carry what is counted in `key` and the count in `value` (UTF-8 text).
 COUNT_RECORDS = "records:"      # + type_name: records decoded
 COUNT_SKIPPED = "skipped:"      # + reason: records skipped
 PROGRESS = "progress"           # o_partition / o_offset: highest offset read per partition
 
+# What the stage hands on.
 STAGE_SCHEMA = pa.schema([
     ("group", pa.string()),
     ("o_partition", pa.int32()), ("o_offset", pa.int64()), ("ts_ms", pa.int64()),
-    ("type", pa.int16()), ("type_name", pa.string()),
-    ("topic", pa.string()), ("partition", pa.int32()), ("value_version", pa.int16()),
-    ("offset", pa.int64()), ("leader_epoch", pa.int32()), ("metadata", pa.string()),
-    ("commit_timestamp", pa.int64()), ("expire_timestamp", pa.int64()), ("topic_id", pa.string()),
-    ("is_tombstone", pa.bool_()), ("record_json", pa.string()),
+    ("key", pa.binary()), ("value", pa.binary()),
 ])
 
 STAGE_DDL = ", ".join(f"`{f.name}` {ddl}" for f, ddl in zip(STAGE_SCHEMA, [
-    "string", "int", "bigint", "bigint", "smallint", "string", "string", "int", "smallint",
-    "bigint", "int", "string", "bigint", "bigint", "string", "boolean", "string"]))
+    "string", "int", "bigint", "bigint", "binary", "binary"]))
+
+# The decoded rows inside the stage: what finding groups and compaction need.
+DECODED_SCHEMA = pa.schema([
+    *STAGE_SCHEMA,
+    ("type", pa.int16()), ("type_name", pa.string()),
+    ("topic", pa.string()), ("partition", pa.int32()), ("topic_id", pa.string()),
+    ("is_tombstone", pa.bool_()), ("record_json", pa.string()),
+])
 
 
 def _timestamp_ms(column: pa.Array) -> pa.Array:
@@ -48,35 +59,58 @@ def _timestamp_ms(column: pa.Array) -> pa.Array:
 
 
 def decode_arrow_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """One source batch (Spark's Kafka schema) -> decoded rows plus monitor rows."""
+    """One source batch (Spark's Kafka schema) -> the stage's rows plus monitor rows."""
+    data, monitor = decoded_rows(batch)
+    return _concat([_narrow(data), monitor], STAGE_SCHEMA)
+
+
+def decoded_rows(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+    """The records that decode (DECODED_SCHEMA), and the monitor rows counting them all."""
+    if batch.num_rows == 0:
+        return _EMPTY_DECODED, _EMPTY
     decoded = decode_batch(batch.column("key"), batch.column("value"))
-    n = batch.num_rows
     positions = {
         "o_partition": pc.cast(batch.column("partition"), pa.int32()),
         "o_offset": pc.cast(batch.column("offset"), pa.int64()),
         "ts_ms": _timestamp_ms(batch.column("timestamp")),
+        "key": batch.column("key"), "value": batch.column("value"),
     }
     errors = decoded.column("error").combine_chunks()
     good = pc.is_null(errors)
     columns = {}
-    for field in STAGE_SCHEMA:
+    for field in DECODED_SCHEMA:
         if field.name in positions:
             columns[field.name] = positions[field.name]
         else:
             column = decoded.column(field.name)
             columns[field.name] = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     columns["group"] = _group_ids(columns["group"], columns["record_json"])
-    data = pa.RecordBatch.from_pydict(columns, schema=STAGE_SCHEMA).filter(good) if n else None
+    data = pa.RecordBatch.from_pydict(columns, schema=DECODED_SCHEMA).filter(good)
     monitor = _monitor_rows(decoded.column("type_name").combine_chunks(), errors, good,
                             positions["o_partition"], positions["o_offset"])
-    if data is None or data.num_rows == 0:
-        return monitor
-    return pa.Table.from_batches([data, monitor]).combine_chunks().to_batches()[0]
+    return data, monitor
+
+
+_EMPTY = pa.RecordBatch.from_pylist([], schema=STAGE_SCHEMA)
+_EMPTY_DECODED = pa.RecordBatch.from_pylist([], schema=DECODED_SCHEMA)
+
+
+def _concat(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.RecordBatch:
+    batches = [b for b in batches if b.num_rows]
+    if len(batches) <= 1:
+        return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=schema)
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
+def _narrow(decoded: pa.RecordBatch) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([decoded.column(name) for name in STAGE_SCHEMA.names],
+                                      schema=STAGE_SCHEMA)
 
 
 # The reasons `groupscope_records_skipped_total` is broken down by; every other decode failure
 # (truncated, bad lengths, bad UTF-8, trailing bytes...) counts as malformed.
 SKIP_REASONS = frozenset({"unknown_type", "unsupported_version", "control_record"})
+SKIP_LABELS = tuple(sorted(SKIP_REASONS | {"malformed"}))
 
 
 def skip_reason(error: str) -> str:
@@ -126,8 +160,8 @@ def _monitor_rows(type_names: pa.Array, errors: pa.Array, good: pa.Array,
     pad = m - len(parts)
     columns = {name: pa.nulls(m, STAGE_SCHEMA.field(name).type) for name in STAGE_SCHEMA.names}
     columns["group"] = pa.array([MONITOR_KEY] * m, pa.string())
-    columns["type_name"] = pa.array(labels, pa.string())
-    columns["offset"] = pa.array(counts, pa.int64())
+    columns["key"] = pa.array([label.encode() for label in labels], pa.binary())
+    columns["value"] = pa.array([str(count).encode() for count in counts], pa.binary())
     columns["o_partition"] = pa.array([None] * pad + parts, pa.int32())
     columns["o_offset"] = pa.array([None] * pad + offs, pa.int64())
     return pa.RecordBatch.from_pydict(columns, schema=STAGE_SCHEMA)
@@ -141,7 +175,35 @@ def _value_counts(values: pa.Array) -> list[tuple[str, int]]:
                                             counted.field("counts").to_pylist()) if v is not None]
 
 
+# Rows of one task held back for compaction before they go on: bounds the task's memory when a
+# source hands it a whole partition's backlog.
+CARRY_ROWS = 200_000
+
+
 def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The mapInArrow function."""
+    """The mapInArrow function: decodes a task's batches and, over all of them, drops the offset
+    commits a later commit overrides (streaming.commit_compaction). Only for a state stage that
+    does not emit `offset_committed` events (the job's setting)."""
+    carry: list[pa.RecordBatch] = []
+    carried = 0
+    monitors: list[pa.RecordBatch] = []
+    for batch in batches:
+        data, monitor = decoded_rows(batch)
+        monitors.append(monitor)
+        carry.append(data)
+        carried += data.num_rows
+        if carried >= CARRY_ROWS:
+            kept = superseded_commits_dropped(_concat(carry, DECODED_SCHEMA))
+            carry, carried = [kept], kept.num_rows
+            if carried >= CARRY_ROWS // 2:
+                yield _concat([_narrow(kept), *monitors], STAGE_SCHEMA)
+                carry, carried, monitors = [], 0, []
+    if carry or monitors:
+        kept = superseded_commits_dropped(_concat(carry, DECODED_SCHEMA))
+        yield _concat([_narrow(kept), *monitors], STAGE_SCHEMA)
+
+
+def decode_partition_every_record(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The mapInArrow function for a state stage that emits an event per offset commit."""
     for batch in batches:
         yield decode_arrow_batch(batch)

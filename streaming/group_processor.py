@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
+import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
-from coordinator.batch_decode import row_to_record_dict
+from coordinator.records import decode
 from coordinator.state import Context, GroupState
 from coordinator.state.reducer import apply_parts
 from streaming.decode_stage import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
@@ -33,23 +34,45 @@ _STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
 _COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 _CHANGE_EVENTS = frozenset({"rebalance", "member_joined", "member_left", "group_emptied",
                             "group_deleted"})
-_INT_COLUMNS = ("type", "partition", "value_version", "offset", "leader_epoch", "commit_timestamp",
-                "expire_timestamp")
-_OTHER_COLUMNS = ("group", "type_name", "topic", "metadata", "topic_id", "is_tombstone", "record_json")
+_INT_COLUMNS = frozenset({"o_partition", "o_offset", "ts_ms"})
 
 
-def _records(batch: pd.DataFrame) -> list[dict[str, Any]]:
-    """The decode stage's rows as dicts of Python values. Spark hands integer columns with nulls
-    to pandas as floats, so integers are restored here."""
-    columns: dict[str, list[Any]] = {}
-    for name in _INT_COLUMNS:
-        series = batch[name]
-        columns[name] = [None if v != v else int(v) for v in series.tolist()]
-    for name in _OTHER_COLUMNS:
-        columns[name] = [None if (v is None or v != v) else v for v in batch[name].tolist()]
-    columns["error"] = [None] * len(batch)
-    names = list(columns)
-    return [dict(zip(names, values)) for values in zip(*columns.values())]
+def _records(frames: list[pd.DataFrame]) -> list[dict[str, Any]]:
+    """The decode stage's rows as dicts of Python values.
+
+    Spark hands integer columns with nulls to pandas as floats, so integers are restored here.
+    Rows are read through one object array per frame: a state key usually has a handful of rows,
+    and per-column pandas access would cost more than the rows themselves.
+    """
+    records: list[dict[str, Any]] = []
+    for frame in frames:
+        names = list(frame.columns)
+        ints = [i for i, name in enumerate(names) if name in _INT_COLUMNS]
+        for values in frame.to_numpy(dtype=object).tolist():
+            for i in ints:
+                v = values[i]
+                values[i] = None if v is None or v != v else int(v)
+            records.append(dict(zip(names, values)))
+    return records
+
+
+def _position(row: dict[str, Any]) -> tuple[int, int]:
+    return row["o_partition"], row["o_offset"]
+
+
+def _frame(rows: list[tuple[str, str, str, int]]) -> pd.DataFrame:
+    """Output rows as a DataFrame: one object block, the cheapest frame pandas builds (Spark
+    converts it to Arrow against OUTPUT_SCHEMA)."""
+    block = np.empty((len(rows), len(_COLUMNS)), dtype=object)
+    block[:] = rows
+    return pd.DataFrame(block, columns=_COLUMNS, copy=False)
+
+
+def _bytes(value: Any) -> bytes | None:
+    """A binary cell as bytes (pandas may hold bytearray; a null may arrive as NaN)."""
+    if value is None or isinstance(value, bytes):
+        return value
+    return None if isinstance(value, float) else bytes(value)
 
 
 def _dumps(value: Any) -> str:
@@ -70,63 +93,56 @@ class GroupProcessor(StatefulProcessor):
         frames = [frame for frame in rows if len(frame)]
         if not frames:
             return
-        batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        records = _records(frames)
         if group == MONITOR_KEY:
-            yield self._monitor(batch)
+            yield _frame([self._monitor(records)])
             return
-        batch = batch.sort_values(["o_partition", "o_offset"], kind="stable")
-        state = GroupState.from_bytes(self.state.get()[0]) if self.state.exists() else None
+        records.sort(key=_position)  # the order the reducer expects
+        blob = self.state.get()  # None when the key has no state yet: one state call, not two
+        state = GroupState.from_bytes(blob[0]) if blob is not None else None
         events = []
         points = []  # the group as it was right after each change of membership or generation
         ctx = self.context
-        positions = zip(batch["o_partition"].tolist(), batch["o_offset"].tolist(), batch["ts_ms"].tolist())
-        for (part, off, ts), row in zip(positions, _records(batch)):
-            record = row_to_record_dict(row)
-            state, produced = apply_parts(state, record["type"], record["key"], record["value"], group,
-                                          part, off, ts, ctx, None, False)
+        for row in records:
+            # The decode stage passed only records that decode.
+            record = decode(_bytes(row["key"]), _bytes(row["value"]))
+            state, produced = apply_parts(state, record.type, record.key, record.value, group,
+                                          row["o_partition"], row["o_offset"], row["ts_ms"], ctx, None,
+                                          False)
             if produced:
                 events.extend(produced)
                 if state is not None and any(e.event in _CHANGE_EVENTS for e in produced):
-                    points.append((ts, _dumps(state.to_dict())))
+                    points.append((row["ts_ms"], _dumps(state.to_dict())))
         if state is None:
             return
         self.state.update((state.to_bytes(),))
         ts = state.updated_ms
-        out_group = [group]
-        out_kind = ["snapshot"]
-        out_payload = [_dumps(state.to_dict())]
-        out_ts = [ts]
+        out = [(group, "snapshot", _dumps(state.to_dict()), ts)]
         for point_ts, payload in points[:-1] if points and points[-1][0] == ts else points:
-            out_group.append(group)
-            out_kind.append("snapshot_point")
-            out_payload.append(payload)
-            out_ts.append(point_ts)
+            out.append((group, "snapshot_point", payload, point_ts))
         for event in events:
-            out_group.append(group)
-            out_kind.append("event")
-            out_payload.append(_dumps(event.to_dict()))
-            out_ts.append(event.timestamp_ms)
-        yield pd.DataFrame({"group": out_group, "kind": out_kind, "payload": out_payload, "ts_ms": out_ts},
-                           columns=_COLUMNS)
+            out.append((group, "event", _dumps(event.to_dict()), event.timestamp_ms))
+        yield _frame(out)
 
-    def _monitor(self, batch: pd.DataFrame) -> pd.DataFrame:
-        counters = json.loads(self.state.get()[0]) if self.state.exists() else {
+    def _monitor(self, records: list[dict[str, Any]]) -> tuple[str, str, str, int]:
+        blob = self.state.get()
+        counters = json.loads(blob[0]) if blob is not None else {
             "records": {}, "skipped": {}, "progress": {}}
-        for label, count, part, off in zip(batch["type_name"], batch["offset"], batch["o_partition"],
-                                           batch["o_offset"]):
+        for row in records:
+            label, count = _bytes(row["key"]).decode(), int(_bytes(row["value"]))
+            part, off = row["o_partition"], row["o_offset"]
             if label == PROGRESS:
-                p = str(int(part))
-                counters["progress"][p] = max(int(off), counters["progress"].get(p, -1))
+                p = str(part)
+                counters["progress"][p] = max(off, counters["progress"].get(p, -1))
             elif label.startswith(COUNT_RECORDS):
                 name = label[len(COUNT_RECORDS):]
-                counters["records"][name] = counters["records"].get(name, 0) + int(count)
+                counters["records"][name] = counters["records"].get(name, 0) + count
             elif label.startswith(COUNT_SKIPPED):
                 reason = label[len(COUNT_SKIPPED):]
-                counters["skipped"][reason] = counters["skipped"].get(reason, 0) + int(count)
+                counters["skipped"][reason] = counters["skipped"].get(reason, 0) + count
         payload = _dumps(counters)
         self.state.update((payload.encode(),))
-        return pd.DataFrame({"group": [MONITOR_KEY], "kind": ["monitor"], "payload": [payload],
-                             "ts_ms": [0]}, columns=_COLUMNS)
+        return (MONITOR_KEY, "monitor", payload, 0)
 
     def close(self) -> None:
         pass

@@ -49,8 +49,12 @@ class ConfluentOffsets:
 
 
 class ConfluentPartition:
-    def __init__(self, config: dict, topic: str, partition: int) -> None:
-        self._topic, self._partition = topic, partition
+    """`end` (exclusive), when known, caps each poll: librdkafka's consume() returns only once it
+    has the number of messages asked for or its timeout expires, so asking for more than the
+    range holds would wait out the timeout at the end of every range."""
+
+    def __init__(self, config: dict, topic: str, partition: int, end: int | None = None) -> None:
+        self._topic, self._partition, self._end = topic, partition, end
         self._consumer = Consumer({
             "group.id": "groupscope-source",  # required by librdkafka; nothing is committed
             "enable.auto.commit": False,
@@ -68,27 +72,41 @@ class ConfluentPartition:
         self._position = offset
 
     def poll(self) -> Polled:
-        messages = self._consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=POLL_TIMEOUT_S)
-        offsets, keys, values, stamps, kinds = [], [], [], [], []
+        wanted = MAX_POLL_RECORDS
+        if self._end is not None:
+            wanted = max(1, min(wanted, self._end - self._position))
+        messages = self._consumer.consume(num_messages=wanted, timeout=POLL_TIMEOUT_S)
+        if any(message.error() is not None for message in messages):
+            messages = self._without_errors(messages)
+        # Column by column: this loop runs once per record read, so it stays in comprehensions.
+        stamps = [message.timestamp() for message in messages]
+        polled = Polled([message.offset() for message in messages],
+                        [message.key() for message in messages],
+                        [message.value() for message in messages],
+                        [stamp for _, stamp in stamps],
+                        [LOG_APPEND_TIME if kind == TIMESTAMP_LOG_APPEND_TIME else CREATE_TIME
+                         for kind, _ in stamps], 0)
+        if polled.offsets:
+            self._position = max(self._position, polled.offsets[-1] + 1)
+        polled.position = self._position
+        return polled
+
+    def _without_errors(self, messages: list) -> list:
+        """The records among `messages`; end-of-partition notices move the position, other
+        errors raise."""
+        records = []
         for message in messages:
             error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    # At the end of the readable log: anything before it (markers too) is passed.
-                    self._position = max(self._position, message.offset())
-                    continue
-                if error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
-                    raise OffsetOutOfRange(error.str())
+            if error is None:
+                records.append(message)
+            elif error.code() == KafkaError._PARTITION_EOF:
+                # At the end of the readable log: anything before it (markers too) is passed.
+                self._position = max(self._position, message.offset())
+            elif error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
+                raise OffsetOutOfRange(error.str())
+            else:
                 raise KafkaException(error)
-            kind, stamp = message.timestamp()
-            offsets.append(message.offset())
-            keys.append(message.key())
-            values.append(message.value())
-            stamps.append(stamp)
-            kinds.append(LOG_APPEND_TIME if kind == TIMESTAMP_LOG_APPEND_TIME else CREATE_TIME)
-        if offsets:
-            self._position = max(self._position, offsets[-1] + 1)
-        return Polled(offsets, keys, values, stamps, kinds, self._position)
+        return records
 
     def _watermarks(self) -> tuple[int, int]:
         return self._consumer.get_watermark_offsets(

@@ -19,8 +19,8 @@ from pyspark.sql.types import StructType
 
 from streaming.sources.kafka_options import KafkaSourceOptions, parse_options
 from streaming.sources.offset_ranges import (EARLIEST, LATEST, OffsetRange, PartitionOffsets,
-                                             from_offset_dict, limit_end, parse_starting_offsets,
-                                             plan_ranges, to_offset_dict)
+                                             from_offset_dict, limit_end, pack_ranges,
+                                             parse_starting_offsets, plan_ranges, to_offset_dict)
 from streaming.sources.range_reader import read_range
 from streaming.sources.records import KafkaShapedSource
 
@@ -29,9 +29,11 @@ log = logging.getLogger("groupscope.sources")
 
 
 class KafkaRangePartition(InputPartition):
-    def __init__(self, rng: OffsetRange) -> None:
-        super().__init__(rng)
-        self.range = rng
+    """One Spark task: offset ranges read one after the other."""
+
+    def __init__(self, ranges: list[OffsetRange]) -> None:
+        super().__init__(tuple(ranges))
+        self.ranges = ranges
 
 
 def offsets_client(options: KafkaSourceOptions):
@@ -42,10 +44,11 @@ def offsets_client(options: KafkaSourceOptions):
     return KafkaPythonOffsets(options.kafka_python_config())
 
 
-def partition_client(options: KafkaSourceOptions, partition: int):
+def partition_client(options: KafkaSourceOptions, partition: int, end: int | None = None):
+    """A client for one partition; `end`: the offset the read stops at, when known."""
     if options.client == "confluent":
         from streaming.sources.confluent_client import ConfluentPartition
-        return ConfluentPartition(options.confluent_config(), options.topic, partition)
+        return ConfluentPartition(options.confluent_config(), options.topic, partition, end)
     from streaming.sources.kafka_python_client import KafkaPythonPartition
     return KafkaPythonPartition(options.kafka_python_config(), options.topic, partition)
 
@@ -170,7 +173,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ranges = plan_ranges(from_offset_dict(self.options.topic, start),
                              from_offset_dict(self.options.topic, end),
                              self.options.records_per_split)
-        return [KafkaRangePartition(rng) for rng in ranges]
+        return [KafkaRangePartition(task)
+                for task in pack_ranges(ranges, self.options.records_per_split)]
 
     def commit(self, end: dict) -> None:
         pass  # nothing to acknowledge: progress lives in Spark's checkpoint only
@@ -180,9 +184,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- executor side -----------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        rng: OffsetRange = partition.range
-        return read_range(lambda: partition_client(self.options, rng.partition),
-                          self.options.topic, rng, self.options.read)
+        for rng in partition.ranges:
+            yield from read_range(lambda: partition_client(self.options, rng.partition, rng.end),
+                                  self.options.topic, rng, self.options.read)
 
 
 class KafkaDataSource(KafkaShapedSource):

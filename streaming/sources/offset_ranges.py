@@ -97,3 +97,24 @@ def plan_ranges(start: Mapping[int, int], end: Mapping[int, int], records_per_sp
         for lo in range(first, stop, step):
             ranges.append(OffsetRange(partition, lo, min(stop, lo + step)))
     return ranges
+
+
+def pack_ranges(ranges: list[OffsetRange], records_per_task: int, min_tasks: int = 2
+                ) -> list[list[OffsetRange]]:
+    """Consecutive ranges grouped into tasks of at most `records_per_task` records (a range
+    larger than that is a task of its own), and into at least `min_tasks` tasks when there are
+    that many ranges. A task costs Spark a Python worker round trip and the reader a client
+    connection, so a trigger with a little data in many partitions is read by a couple of tasks
+    rather than one per partition."""
+    total = sum(rng.size for rng in ranges)
+    cap = min(records_per_task, -(-total // max(1, min_tasks)))
+    tasks: list[list[OffsetRange]] = []
+    size = 0
+    for rng in ranges:
+        if tasks and size + rng.size <= cap:
+            tasks[-1].append(rng)
+            size += rng.size
+        else:
+            tasks.append([rng])
+            size = rng.size
+    return tasks

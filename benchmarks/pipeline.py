@@ -1,0 +1,370 @@
+"""End-to-end benchmark of the Spark job (prints figures; asserts nothing).
+
+Starts a throw-away tansu broker (the test broker, `test` extra), creates `__consumer_offsets`
+(50 partitions) and preloads it with offset commits of GROUPS groups x PARTITIONS partitions,
+each group in its own coordinator partition (`partition_for`), written round by round the way
+consumers commit (one request per group and round). Then:
+
+* start-up: building the SparkSession (JVM launch), reported on its own;
+* throughput: `streaming.job.Job` from an empty checkpoint until every group's final offsets are
+  in the driver's view (what the exporter serves), as records/s of wall time and per CPU-second
+  (the JVM, its Python workers and this driver process; tansu is reported apart). Run `--runs`
+  times in the same session, each on a fresh checkpoint: the first run pays for JIT compilation
+  and Python worker start-up;
+* latency: a job reading from `latest` while a separate process commits at `--rate` commits/s
+  (each group commits all its partitions in one request, groups spread evenly over the period);
+  the latency of a commit is the moment its offset reaches the view minus its commit timestamp.
+
+Usage: python benchmarks/pipeline.py [--records N] [--groups N] [--client confluent|kafka-python]
+       [--runs N] [--latency-seconds S] [--rate R] [--trigger S] [--conf key=value ...]
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import struct
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from broker import OFFSETS_TOPIC, create_offsets_topic, start_broker  # noqa: E402
+from coordinator import partition_for  # noqa: E402
+from coordinator.records import decode  # noqa: E402
+from source_throughput import tree_cpu_seconds  # noqa: E402
+
+T0 = 1_763_000_000_000
+
+
+def group_name(g: int) -> str:
+    return f"bench-group-{g:05d}"
+
+
+def topic_of(g: int) -> str:
+    return f"topic-{g % 100:03d}"
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def commit_key(group: str, topic: str, partition: int) -> bytes:
+    """OffsetCommitKey (type 1): version, group, topic, partition."""
+    return struct.pack(">h", 1) + _string(group) + _string(topic) + struct.pack(">i", partition)
+
+
+def commit_value(offset: int, commit_ts: int) -> bytes:
+    """OffsetCommitValue v3: offset, leader epoch, metadata "", commit timestamp."""
+    return struct.pack(">hqihq", 3, offset, 7, 0, commit_ts)
+
+
+def _check_layout() -> None:
+    record = decode(commit_key("g", "t", 3), commit_value(42, 99))
+    assert record.type == 1 and record.key == {"group": "g", "topic": "t", "partition": 3}, record
+    assert record.value["offset"] == 42 and record.value["commit_timestamp"] == 99, record
+
+
+def final_offset(rounds: int, partition: int) -> int:
+    return 1000 * rounds + partition
+
+
+def fill(bootstrap: str, groups: int, partitions: int, rounds: int) -> int:
+    """Produce rounds x groups x partitions commits; returns the record count."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50,
+                         "batch.num.messages": 10000, "queue.buffering.max.messages": 2_000_000,
+                         "queue.buffering.max.kbytes": 1 << 20})
+    keys = [[commit_key(group_name(g), topic_of(g), p) for p in range(partitions)]
+            for g in range(groups)]
+    homes = [partition_for(group_name(g)) for g in range(groups)]
+    last_group = {home: g for g, home in enumerate(homes)}
+    count = 0
+    last: dict[int, tuple[bytes, bytes, int]] = {}
+    for r in range(1, rounds + 1):
+        for g in range(groups):
+            ts = T0 + r * 10_000 + g * 5
+            for p in range(partitions):
+                args = (keys[g][p], commit_value(1000 * r + p, ts), ts)
+                if r == rounds and g == last_group[homes[g]] and p == partitions - 1:
+                    last[homes[g]] = args  # sent alone below
+                    continue
+                producer.produce(OFFSETS_TOPIC, key=args[0], value=args[1], partition=homes[g],
+                                 timestamp=args[2])
+                count += 1
+                if count % 20_000 == 0:
+                    producer.poll(0)
+    producer.flush(300)
+    # tansu's end offset is "last batch's base offset + 1": each partition ends with a batch of one.
+    for home, (key, value, ts) in sorted(last.items()):
+        producer.produce(OFFSETS_TOPIC, key=key, value=value, partition=home, timestamp=ts)
+        producer.flush(30)
+        count += 1
+    return count
+
+
+def base_config(args, workdir: str, name: str, bootstrap: str, starting: str, trigger_s: float,
+                max_records: int | None):
+    from streaming.config import (CheckpointConfig, Config, HistoryConfig, SourceConfig,
+                                  SparkConfig, TriggerConfig)
+
+    return Config(
+        spark=SparkConfig(master="local[2]", conf=dict(args.conf)),
+        source=SourceConfig(type="kafka-python", bootstrap_servers=bootstrap, client=args.client,
+                            starting_offsets=starting, max_records_per_trigger=max_records),
+        checkpoint=CheckpointConfig(path=os.path.join(workdir, name, "checkpoint")),
+        history=HistoryConfig(path=os.path.join(workdir, name, "history")),
+        trigger=TriggerConfig(interval=trigger_s))
+
+
+class Cpu:
+    """CPU seconds of the JVM with its Python workers, of this driver process, and of tansu."""
+
+    def __init__(self, jvm_pid: int, tansu_pid: int) -> None:
+        self.jvm_pid, self.tansu_pid = jvm_pid, tansu_pid
+
+    def sample(self) -> tuple[float, float, float]:
+        driver = os.times()
+        return (tree_cpu_seconds(self.jvm_pid), driver.user + driver.system,
+                tree_cpu_seconds(self.tansu_pid))
+
+    def jvm_alone(self) -> float:
+        """CPU seconds of the JVM process itself (without its Python workers)."""
+        with open(f"/proc/{self.jvm_pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def complete_groups(view, groups: int, partitions: int, rounds: int) -> int:
+    done = 0
+    with view.lock:
+        for g in range(groups):
+            record = view.groups.get(group_name(g))
+            if record is None or len(record.partitions) != partitions:
+                continue
+            topic = topic_of(g)
+            if all(record.partitions[(topic, p)].offset == final_offset(rounds, p)
+                   for p in range(partitions) if (topic, p) in record.partitions):
+                done += 1
+    return done
+
+
+def throughput_run(spark, args, workdir: str, run: int, bootstrap: str, records: int, cpu: Cpu
+                   ) -> None:
+    from streaming.job import Job
+
+    rounds = args.records // (args.groups * args.partitions)
+    config = base_config(args, workdir, f"run-{run}", bootstrap, "earliest", args.catchup_trigger,
+                         args.max_records_per_trigger)
+    job = Job(config, spark=spark, start_exporter=False, start_poller=False)
+    before = cpu.sample()
+    started = time.perf_counter()
+    job.start()
+    try:
+        while complete_groups(job.view, args.groups, args.partitions, rounds) < args.groups:
+            if not job.query.isActive:
+                raise RuntimeError(f"query stopped: {job.query.exception()}")
+            time.sleep(0.05)
+        elapsed = time.perf_counter() - started
+        after = cpu.sample()
+        deadline = time.monotonic() + 60
+        while not job.query.recentProgress and time.monotonic() < deadline:
+            time.sleep(0.1)  # the last batch's progress is reported after its sink returns
+        batches = job.sink.batches
+        progress = list(job.query.recentProgress)
+    finally:
+        job.stop()
+    jvm, driver, tansu = (a - b for a, b in zip(after, before))
+    print(f"run {run}: {records:,} records -> {args.groups} groups complete in the view in "
+          f"{elapsed:.2f}s = {records / elapsed:,.0f} records/s; {batches} micro-batches; CPU: "
+          f"JVM+workers {jvm:.1f}s, driver {driver:.1f}s (= {records / (jvm + driver):,.0f} "
+          f"records per CPU-second), tansu {tansu:.1f}s")
+    for p in progress:
+        d = p.get("durationMs", {})
+        print(f"    batch {p['batchId']}: {p['numInputRows']:>8} rows, addBatch "
+              f"{d.get('addBatch', 0)} ms, latestOffset {d.get('latestOffset', 0)} ms, "
+              f"queryPlanning {d.get('queryPlanning', 0)} ms, triggerExecution "
+              f"{d.get('triggerExecution', 0)} ms")
+
+
+def stage_runs(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
+    """The pipeline cut after each stage, each into Spark's no-op sink (trigger availableNow):
+    the cost of each stage is the difference to the previous line."""
+    from streaming.decode_stage import STAGE_DDL, decode_partition
+    from streaming.group_processor import OUTPUT_SCHEMA, GroupProcessor
+    from streaming.sources import build_source
+
+    config = base_config(args, workdir, "stages", bootstrap, "earliest", 1.0, None)
+    source = build_source(spark, config)
+    decoded = source.mapInArrow(decode_partition, STAGE_DDL)
+    stateful = decoded.groupBy("group").transformWithStateInPandas(
+        statefulProcessor=GroupProcessor(), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
+        timeMode="None")
+    for run, (label, frame) in enumerate([("source", source), ("source+decode", decoded),
+                                          ("source+decode+state", stateful)] * 2):
+        before, jvm_before = cpu.sample(), cpu.jvm_alone()
+        started = time.perf_counter()
+        query = (frame.writeStream.format("noop").trigger(availableNow=True)
+                 .option("checkpointLocation", os.path.join(workdir, f"stage-{run}")).start())
+        query.awaitTermination()
+        elapsed = time.perf_counter() - started
+        jvm, driver, _ = (a - b for a, b in zip(cpu.sample(), before))
+        jvm_alone = cpu.jvm_alone() - jvm_before
+        rows = sum(p["numInputRows"] for p in query.recentProgress)
+        print(f"stage {label:<22s}: {rows:,} records in {elapsed:.2f}s = {rows / elapsed:,.0f} "
+              f"records/s; CPU JVM {jvm_alone:.1f}s + Python workers {jvm - jvm_alone:.1f}s")
+
+
+def steady_producer(bootstrap: str, groups: int, partitions: int, rate: float, seconds: float,
+                    first_round: int) -> None:
+    """Commits at `rate` records/s: each group commits all its partitions at once, groups spread
+    evenly over the period. The commit timestamp is the wall clock at send time."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    period = groups * partitions / rate
+    started = time.time()
+    r = first_round
+    while time.time() - started < seconds:
+        round_start = started + (r - first_round) * period
+        for g in range(groups):
+            due = round_start + g * period / groups
+            pause = due - time.time()
+            if pause > 0:
+                time.sleep(pause)
+            now_ms = int(time.time() * 1000)
+            for p in range(partitions):
+                producer.produce(OFFSETS_TOPIC, key=commit_key(group_name(g), topic_of(g), p),
+                                 value=commit_value(1000 * r + p, now_ms),
+                                 partition=partition_for(group_name(g)), timestamp=now_ms)
+            producer.poll(0)
+            if time.time() - started >= seconds:
+                break
+        r += 1
+    producer.flush(30)
+
+
+def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
+    from streaming.job import Job
+
+    config = base_config(args, workdir, "latency", bootstrap, "latest", args.trigger,
+                         args.steady_max_records)
+    job = Job(config, spark=spark, start_exporter=False, start_poller=False)
+    latencies: list[float] = []
+    seen: dict[tuple[str, str, int], int] = {}
+    original = job.view.update_groups
+
+    def timed_update(snapshots) -> None:
+        snapshots = list(snapshots)
+        original(snapshots)
+        now_ms = time.time() * 1000
+        for snap in snapshots:
+            for entry in snap.get("offsets") or ():
+                key = (snap["group"], entry["topic"], entry["partition"])
+                if seen.get(key) != entry["offset"]:
+                    seen[key] = entry["offset"]
+                    if measuring.is_set():
+                        latencies.append(now_ms - entry["commit_timestamp_ms"])
+
+    measuring = threading.Event()
+    job.view.update_groups = timed_update
+    job.start()
+    try:
+        time.sleep(args.warmup)  # the first batches start the Python workers
+        rounds = args.records // (args.groups * args.partitions)
+        producer = multiprocessing.Process(target=steady_producer, args=(
+            bootstrap, args.groups, args.partitions, args.rate, args.latency_seconds, rounds + 1))
+        before = cpu.sample()
+        producer.start()
+        time.sleep(min(5.0, args.latency_seconds / 4))  # steady state first
+        measuring.set()
+        producer.join()
+        time.sleep(args.trigger + 3.0)
+        after = cpu.sample()
+        batches = job.sink.batches
+    finally:
+        job.stop()
+    jvm, driver, tansu = (a - b for a, b in zip(after, before))
+    if not latencies:
+        print("latency: no commit reached the view")
+        return
+    latencies.sort()
+
+    def pct(q: float) -> float:
+        return latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1000
+
+    print(f"latency at {args.rate:,.0f} commits/s, trigger {args.trigger}s: p50 {pct(0.5):.2f}s, "
+          f"p90 {pct(0.9):.2f}s, p99 {pct(0.99):.2f}s, max {latencies[-1] / 1000:.2f}s over "
+          f"{len(latencies):,} commits; {batches} micro-batches; CPU over "
+          f"{args.latency_seconds:.0f}s: JVM+workers {jvm:.1f}s, driver {driver:.1f}s, "
+          f"tansu {tansu:.1f}s")
+
+
+def main() -> None:
+    try:
+        import confluent_kafka  # noqa: F401
+        default_client = "confluent"
+    except ImportError:
+        default_client = "kafka-python"
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--groups", type=int, default=2_000)
+    parser.add_argument("--partitions", type=int, default=25, help="partitions per group")
+    parser.add_argument("--client", default=default_client)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--catchup-trigger", type=float, default=0.5,
+                        help="trigger interval of the throughput runs, seconds")
+    parser.add_argument("--max-records-per-trigger", type=int, default=None)
+    parser.add_argument("--latency-seconds", type=float, default=60.0)
+    parser.add_argument("--warmup", type=float, default=15.0)
+    parser.add_argument("--rate", type=float, default=5_000.0)
+    parser.add_argument("--trigger", type=float, default=0.5,
+                        help="trigger interval of the latency run, seconds")
+    parser.add_argument("--steady-max-records", type=int, default=None)
+    parser.add_argument("--stages", action="store_true",
+                        help="also time the pipeline cut after each stage")
+    parser.add_argument("--conf", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
+                        help="extra Spark setting key=value (repeatable)")
+    args = parser.parse_args()
+    _check_layout()
+
+    broker = start_broker()
+    workdir = tempfile.mkdtemp(prefix="groupscope-pipeline-")
+    try:
+        create_offsets_topic(broker.bootstrap)
+        rounds = args.records // (args.groups * args.partitions)
+        t0 = time.perf_counter()
+        records = fill(broker.bootstrap, args.groups, args.partitions, rounds)
+        print(f"preloaded {records:,} commits ({args.groups} groups x {args.partitions} partitions "
+              f"x {rounds} rounds) in {time.perf_counter() - t0:.1f}s; client {args.client}")
+        from streaming.job import build_spark
+
+        t0 = time.perf_counter()
+        spark = build_spark(base_config(args, workdir, "session", broker.bootstrap, "earliest",
+                                        1.0, None))
+        print(f"session start-up (JVM launch, SparkSession): {time.perf_counter() - t0:.2f}s")
+        jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        cpu = Cpu(jvm, broker.process.pid)
+        try:
+            if args.stages:
+                stage_runs(spark, args, workdir, broker.bootstrap, cpu)
+            for run in range(1, args.runs + 1):
+                throughput_run(spark, args, workdir, run, broker.bootstrap, records, cpu)
+            if args.latency_seconds > 0:
+                latency_run(spark, args, workdir, broker.bootstrap, cpu)
+        finally:
+            spark.stop()
+    finally:
+        broker.stop()
+
+
+if __name__ == "__main__":
+    main()
