@@ -28,7 +28,6 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
