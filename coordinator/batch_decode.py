@@ -12,7 +12,8 @@ time, so both paths give the same result by construction. Bad records never rais
 
 Columns (see `BATCH_SCHEMA`): offset-commit rows fill the typed columns; rows the typed columns
 do not describe completely (other record types, offset commits carrying unknown tagged fields)
-carry the canonical dict as JSON in `record_json`.
+carry the canonical dict as JSON in `record_json`. `group` is filled for every record that
+decodes, whatever its type (the key's `group` or `group_id`), since it is what the job keys on.
 """
 from __future__ import annotations
 
@@ -251,6 +252,7 @@ def _slow_rows(keys: _Binary, values: _Binary, rows: np.ndarray) -> dict[str, li
             row["error"] = f"{exc.reason}: {exc}"
         else:
             row["type"], row["type_name"] = rec.type, rec.type_name
+            row["group"] = rec.key.get("group", rec.key.get("group_id"))
             extra = True
             if rec.type in (0, 1):
                 row.update(rec.key)

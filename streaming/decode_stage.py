@@ -14,7 +14,6 @@ where a replayed micro-batch cannot count them twice.
 """
 from __future__ import annotations
 
-import json
 from typing import Iterator
 
 import numpy as np
@@ -84,7 +83,6 @@ def decoded_rows(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.RecordBatch]
         else:
             column = decoded.column(field.name)
             columns[field.name] = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    columns["group"] = _group_ids(columns["group"], columns["record_json"])
     data = pa.RecordBatch.from_pydict(columns, schema=DECODED_SCHEMA).filter(good)
     monitor = _monitor_rows(decoded.column("type_name").combine_chunks(), errors, good,
                             positions["o_partition"], positions["o_offset"])
@@ -117,19 +115,6 @@ def skip_reason(error: str) -> str:
     """The counter label of a decode error string ("reason: message")."""
     reason = error.split(":", 1)[0].strip()
     return reason if reason in SKIP_REASONS else "malformed"
-
-
-def _group_ids(groups: pa.Array, record_json: pa.Array) -> pa.Array:
-    """The group id of every row: offset commits have it in a column, the other (rare) record
-    types in the key of their canonical dict (`group` or `group_id`)."""
-    missing = pc.and_(pc.is_null(groups), pc.is_valid(record_json))
-    if not pc.any(missing).as_py():
-        return groups
-    filled = groups.to_pylist()
-    for i in np.flatnonzero(missing.to_numpy(zero_copy_only=False)):
-        key = json.loads(record_json[int(i)].as_py())["key"]
-        filled[i] = key.get("group", key.get("group_id"))
-    return pa.array(filled, pa.string())
 
 
 def _monitor_rows(type_names: pa.Array, errors: pa.Array, good: pa.Array,
