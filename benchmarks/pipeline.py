@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import statistics
 import struct
 import sys
 import tempfile
@@ -198,15 +199,13 @@ def stage_runs(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     """The pipeline cut after each stage, each into Spark's no-op sink (trigger availableNow):
     the cost of each stage is the difference to the previous line."""
     from streaming.decode_stage import STAGE_DDL, decode_partition
-    from streaming.group_processor import OUTPUT_SCHEMA, GroupProcessor
+    from streaming.group_processor import GroupProcessor, stateful_stage
     from streaming.sources import build_source
 
     config = base_config(args, workdir, "stages", bootstrap, "earliest", 1.0, None)
     source = build_source(spark, config)
     decoded = source.mapInArrow(decode_partition, STAGE_DDL)
-    stateful = decoded.groupBy("group").transformWithStateInPandas(
-        statefulProcessor=GroupProcessor(), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
-        timeMode="None")
+    stateful = stateful_stage(decoded, GroupProcessor())
     for run, (label, frame) in enumerate([("source", source), ("source+decode", decoded),
                                           ("source+decode+state", stateful)] * 2):
         before, jvm_before = cpu.sample(), cpu.jvm_alone()
@@ -289,6 +288,7 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
         time.sleep(args.trigger + 3.0)
         after = cpu.sample()
         batches = job.sink.batches
+        progress = list(job.query.recentProgress)
     finally:
         job.stop()
     jvm, driver, tansu = (a - b for a, b in zip(after, before))
@@ -305,6 +305,20 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
           f"{len(latencies):,} commits; {batches} micro-batches; CPU over "
           f"{args.latency_seconds:.0f}s: JVM+workers {jvm:.1f}s, driver {driver:.1f}s, "
           f"tansu {tansu:.1f}s")
+    print_batch_medians(progress)
+
+
+def print_batch_medians(progress: list[dict]) -> None:
+    """Median duration of each phase of the query's recent micro-batches."""
+    if not progress:
+        return
+    phases: dict[str, list[int]] = {}
+    for p in progress:
+        for phase, ms in p.get("durationMs", {}).items():
+            phases.setdefault(phase, []).append(ms)
+    rows = statistics.median(p["numInputRows"] for p in progress)
+    print(f"    median of the last {len(progress)} micro-batches: {rows:,.0f} rows; " + ", ".join(
+        f"{phase} {statistics.median(ms):,.0f} ms" for phase, ms in sorted(phases.items())))
 
 
 def main() -> None:

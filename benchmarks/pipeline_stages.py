@@ -105,6 +105,7 @@ def main() -> None:
         for name, part in by_group.items():
             handle.state.key = name
             out.extend(processor.handleInputRows((name,), iter([part]), None))
+        out.extend(processor.flush())
         return out
 
     outputs = timed(f"processor ({len(by_group)} keys, in-memory state)", records, process)

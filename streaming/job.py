@@ -58,15 +58,12 @@ def build_spark(config: Config):
 
 def build_pipeline(source_df, context=None):
     """The decoded, stateful stream: rows (group, kind, payload, ts_ms)."""
-    from streaming.group_processor import OUTPUT_SCHEMA, GroupProcessor
+    from streaming.group_processor import GroupProcessor, stateful_stage
 
     processor = GroupProcessor(context)
     # Superseded commits are dropped before the shuffle unless each commit is to emit an event.
     decode = decode_partition_every_record if processor.context.emit_offset_events else decode_partition
-    decoded = source_df.mapInArrow(decode, STAGE_DDL)
-    return decoded.groupBy("group").transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=OUTPUT_SCHEMA,
-        outputMode="Update", timeMode="None")
+    return stateful_stage(source_df.mapInArrow(decode, STAGE_DDL), processor)
 
 
 @dataclass

@@ -75,6 +75,8 @@ def _run(batches, compact: bool):
             for result in processor.handleInputRows((name,), iter([part.reset_index(drop=True)]),
                                                     None):
                 out.extend(result.itertuples(index=False, name=None))
+        for result in processor.flush():  # the end of the batch's task
+            out.extend(result.itertuples(index=False, name=None))
 
     states = {key: _normal(GroupState.from_bytes(value[0]).to_state())
               for key, value in handle.state.values.items()}
