@@ -1,11 +1,15 @@
-"""Stage 2 of the job: one state key per group, kept in Spark's state store
-(`transformWithStateInPandas`, RocksDB provider).
+"""Stage 2 of the job: every group's state in Spark's state store (`transformWithStateInPandas`,
+RocksDB provider), the groups spread over STATE_SHARDS state keys (streaming.shard_state).
 
-For each group touched by a micro-batch the processor loads the group's `GroupState`, applies
-the batch's records in `__consumer_offsets` order (partition, offset), stores the state back and
-emits the group's snapshot and events as JSON rows. Rows leave in frames of many groups, not one
-frame per group (see FLUSH_ROWS and `stateful_stage`). The monitor key (`MONITOR_KEY`) keeps the
-job's own counters the same way, so they survive restarts without counting a replay twice.
+For each shard touched by a micro-batch the processor loads the shard's value, applies each
+touched group's records in `__consumer_offsets` order (partition, offset) to that group's
+`GroupState`, stores the shard back and emits each touched group's snapshot and events as JSON
+rows. Groups not in the batch are carried as bytes, never decoded. Keys are shards rather than
+groups because Spark's cost per state key (a pandas frame and state-server round trips, about
+3 ms of CPU here) is larger than a group's own work and is paid for every key a micro-batch
+touches. Rows leave in frames of many groups (see FLUSH_ROWS and `stateful_stage`). The
+monitor's counters (`MONITOR_KEY`) have a shard of their own, so they survive restarts without
+counting a replay twice.
 
 Input is delivered read_committed by the sources, so records are applied in log order without
 transaction markers (see coordinator.state).
@@ -19,6 +23,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor_util import (TransformWithStateInPandasFuncMode,
@@ -30,6 +35,7 @@ from coordinator.records import decode
 from coordinator.state import Context, GroupState
 from coordinator.state.reducer import apply_parts
 from streaming.decode_stage import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
+from streaming.shard_state import pack_entries, shard_column, unpack_entries
 
 OUTPUT_SCHEMA = StructType([
     StructField("group", StringType()),
@@ -52,8 +58,8 @@ def _records(frames: list[pd.DataFrame]) -> list[dict[str, Any]]:
     """The decode stage's rows as dicts of Python values.
 
     Spark hands integer columns with nulls to pandas as floats, so integers are restored here.
-    Rows are read through one object array per frame: a state key usually has a handful of rows,
-    and per-column pandas access would cost more than the rows themselves.
+    Rows are read through one object array per frame: per-column pandas access would cost more
+    than the rows themselves.
     """
     records: list[dict[str, Any]] = []
     for frame in frames:
@@ -91,13 +97,13 @@ def _dumps(value: Any) -> str:
 
 
 class GroupProcessor(StatefulProcessor):
-    """Keeps one `GroupState` per group, plus the monitor's counters under MONITOR_KEY."""
+    """Keeps one `GroupState` per group inside its shard's value, and the monitor's counters."""
 
     def __init__(self, context: Context | None = None) -> None:
         self.context = context or Context(emit_offset_events=False)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.state = handle.getValueState("group_state", _STATE_SCHEMA)
+        self.state = handle.getValueState("shard", _STATE_SCHEMA)
         self._pending: list[tuple[str, str, str, int]] = []
 
     def flush(self) -> Iterator[pd.DataFrame]:
@@ -113,17 +119,32 @@ class GroupProcessor(StatefulProcessor):
             yield from self.flush()
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
-        group = key[0]
         frames = [frame for frame in rows if len(frame)]
         if not frames:
             return
-        records = _records(frames)
-        if group == MONITOR_KEY:
-            yield from self._emit([self._monitor(records)])
-            return
+        by_group: dict[str, list[dict[str, Any]]] = {}
+        for row in _records(frames):
+            by_group.setdefault(row["group"], []).append(row)
+        stored = self.state.get()  # None when the shard has no state yet: one call, not two
+        entries = unpack_entries(stored[0]) if stored is not None else {}
+        out: list[tuple[str, str, str, int]] = []
+        for group, records in by_group.items():
+            if group == MONITOR_KEY:
+                payload = self._monitor(records, entries.get(group))
+                entries[group] = payload.encode()
+                out.append((MONITOR_KEY, "monitor", payload, 0))
+                continue
+            state = self._apply_group(group, records, entries.get(group), out)
+            if state is not None:
+                entries[group] = state.to_bytes()
+        self.state.update((pack_entries(entries),))
+        yield from self._emit(out)
+
+    def _apply_group(self, group: str, records: list[dict[str, Any]], blob: bytes | None,
+                     out: list[tuple[str, str, str, int]]) -> GroupState | None:
+        """Applies one group's records to its stored state; its output rows go to `out`."""
         records.sort(key=_position)  # the order the reducer expects
-        blob = self.state.get()  # None when the key has no state yet: one state call, not two
-        state = GroupState.from_bytes(blob[0]) if blob is not None else None
+        state = GroupState.from_bytes(blob) if blob is not None else None
         events = []
         points = []  # the group as it was right after each change of membership or generation
         ctx = self.context
@@ -138,19 +159,18 @@ class GroupProcessor(StatefulProcessor):
                 if state is not None and any(e.event in _CHANGE_EVENTS for e in produced):
                     points.append((row["ts_ms"], _dumps(state.to_dict())))
         if state is None:
-            return
-        self.state.update((state.to_bytes(),))
+            return None
         ts = state.updated_ms
-        out = [(group, "snapshot", _dumps(state.to_dict()), ts)]
+        out.append((group, "snapshot", _dumps(state.to_dict()), ts))
         for point_ts, payload in points[:-1] if points and points[-1][0] == ts else points:
             out.append((group, "snapshot_point", payload, point_ts))
         for event in events:
             out.append((group, "event", _dumps(event.to_dict()), event.timestamp_ms))
-        yield from self._emit(out)
+        return state
 
-    def _monitor(self, records: list[dict[str, Any]]) -> tuple[str, str, str, int]:
-        blob = self.state.get()
-        counters = json.loads(blob[0]) if blob is not None else {
+    def _monitor(self, records: list[dict[str, Any]], stored: bytes | None) -> str:
+        """The monitor's counters with this batch's rows added, as JSON."""
+        counters = json.loads(stored) if stored is not None else {
             "records": {}, "skipped": {}, "progress": {}}
         for row in records:
             label, count = _bytes(row["key"]).decode(), int(_bytes(row["value"]))
@@ -164,9 +184,7 @@ class GroupProcessor(StatefulProcessor):
             elif label.startswith(COUNT_SKIPPED):
                 reason = label[len(COUNT_SKIPPED):]
                 counters["skipped"][reason] = counters["skipped"].get(reason, 0) + count
-        payload = _dumps(counters)
-        self.state.update((payload.encode(),))
-        return (MONITOR_KEY, "monitor", payload, 0)
+        return _dumps(counters)
 
     def close(self) -> None:
         pass
@@ -188,18 +206,19 @@ class _FlushingUdf(TransformWithStateInPandasUdfUtils):
 
 
 def stateful_stage(decoded: DataFrame, processor: GroupProcessor) -> DataFrame:
-    """`decoded.groupBy("group").transformWithStateInPandas(processor, OUTPUT_SCHEMA, "Update",
+    """`decoded.groupBy(shard).transformWithStateInPandas(processor, OUTPUT_SCHEMA, "Update",
     "None")`, with the processor's held-back rows flushed at the end of each task.
 
     PySpark builds the same operator from a UDF that cannot flush; this builds it from
     `_FlushingUdf` (pyspark is pinned, and the end-to-end tests see every row arrive).
     """
     session = decoded.sparkSession
+    decoded = decoded.withColumn("shard", shard_column(F.col("group"), MONITOR_KEY))
     udf = pandas_udf(_FlushingUdf(processor, "None").transformWithStateUDF,  # type: ignore[call-overload]
                      returnType=OUTPUT_SCHEMA,
                      functionType=PythonEvalType.SQL_TRANSFORM_WITH_STATE_PANDAS_UDF)
     column = udf(*[decoded[name] for name in decoded.columns])
-    grouped = decoded.groupBy("group")
+    grouped = decoded.groupBy("shard")
     jdf = grouped._jgd.transformWithStateInPandas(
         column._jc, session._jsparkSession.parseDataType(OUTPUT_SCHEMA.json()), "Update", "None",
         None, "")

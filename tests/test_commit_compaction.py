@@ -17,6 +17,7 @@ from streaming.commit_compaction import superseded_commits_dropped
 from streaming.decode_stage import (MONITOR_KEY, decode_partition,
                                     decode_partition_every_record, decoded_rows)
 from streaming.group_processor import GroupProcessor
+from streaming.shard_state import unpack_entries
 from streaming.sources.records import record_batch
 
 GROUPS = ("alpha", "beta")
@@ -79,8 +80,9 @@ def _run(batches, compact: bool):
         for result in processor.flush():  # the end of the batch's task
             out.extend(result.itertuples(index=False, name=None))
 
-    states = {key: _normal(GroupState.from_bytes(value[0]).to_state())
-              for key, value in handle.state.values.items()}
+    states = {group: _normal(GroupState.from_bytes(blob).to_state())
+              for value in handle.state.values.values()
+              for group, blob in unpack_entries(value[0]).items()}
     return out, states
 
 
