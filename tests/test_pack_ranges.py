@@ -25,5 +25,15 @@ def test_a_small_trigger_still_uses_both_cores():
         [OffsetRange(0, 4, 5)], [OffsetRange(1, 4, 5)]]
 
 
+def test_a_small_trigger_of_uneven_ranges_is_cut_into_exactly_two_even_tasks():
+    sizes = [300 + (p * 37) % 200 for p in range(50)]
+    ranges = plan_ranges({p: 0 for p in range(50)}, dict(enumerate(sizes)), 100_000)
+    tasks = pack_ranges(ranges, 100_000, min_tasks=2)
+    assert len(tasks) == 2
+    assert [rng for task in tasks for rng in task] == ranges
+    first, second = (sum(r.size for r in task) for task in tasks)
+    assert abs(first - second) <= max(sizes)
+
+
 def test_no_ranges_no_tasks():
     assert pack_ranges([], 100) == []

@@ -105,16 +105,30 @@ def pack_ranges(ranges: list[OffsetRange], records_per_task: int, min_tasks: int
     larger than that is a task of its own), and into at least `min_tasks` tasks when there are
     that many ranges. A task costs Spark a Python worker round trip and the reader a client
     connection, so a trigger with a little data in many partitions is read by a couple of tasks
-    rather than one per partition."""
+    rather than one per partition; such a trigger is cut into exactly `min_tasks` even tasks, as
+    a third task would run after the first two, not beside them."""
     total = sum(rng.size for rng in ranges)
-    cap = min(records_per_task, -(-total // max(1, min_tasks)))
+    if ranges and total <= records_per_task * min_tasks:
+        return _even_split(ranges, total, min(min_tasks, len(ranges)))
     tasks: list[list[OffsetRange]] = []
     size = 0
     for rng in ranges:
-        if tasks and size + rng.size <= cap:
+        if tasks and size + rng.size <= records_per_task:
             tasks[-1].append(rng)
             size += rng.size
         else:
             tasks.append([rng])
             size = rng.size
     return tasks
+
+
+def _even_split(ranges: list[OffsetRange], total: int, parts: int) -> list[list[OffsetRange]]:
+    """Consecutive ranges in `parts` tasks of near-equal records: each range goes to the part
+    its middle record falls in."""
+    tasks: list[list[OffsetRange]] = [[] for _ in range(parts)]
+    before = 0
+    for rng in ranges:
+        middle = before + rng.size / 2
+        tasks[min(parts - 1, int(middle * parts / max(1, total)))].append(rng)
+        before += rng.size
+    return [task for task in tasks if task]
