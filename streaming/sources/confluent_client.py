@@ -66,9 +66,13 @@ class ConfluentPartition:
             **config,
         })
         self._position = 0
+        self._assigned = False
 
     def seek(self, offset: int) -> None:
+        if self._assigned and self._position == offset:
+            return  # opened ahead and already fetching from there (kafka_stream.read)
         self._consumer.assign([TopicPartition(self._topic, self._partition, offset)])
+        self._assigned = True
         self._position = offset
 
     def poll(self) -> Polled:

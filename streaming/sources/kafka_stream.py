@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import Iterator
 
 import pyarrow as pa
@@ -25,6 +26,8 @@ from streaming.sources.range_reader import read_range
 from streaming.sources.records import KafkaShapedSource
 
 FORMAT = "groupscope-kafka"
+# Ranges of a task whose clients are opened while an earlier range is read (see read).
+OPEN_AHEAD = 4
 log = logging.getLogger("groupscope.sources")
 
 
@@ -184,9 +187,40 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- executor side -----------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        for rng in partition.ranges:
-            yield from read_range(lambda: partition_client(self.options, rng.partition, rng.end),
-                                  self.options.topic, rng, self.options.read)
+        """The task's ranges one after the other, with the clients of the next OPEN_AHEAD
+        ranges opened and positioned meanwhile: librdkafka connects and fetches in its own
+        threads, so a range's records are usually there by the time its turn comes (a task
+        reads dozens of small ranges per micro-batch in steady state)."""
+        ranges = list(partition.ranges)
+        ahead: deque = deque()
+        try:
+            for i, rng in enumerate(ranges):
+                while len(ahead) < min(OPEN_AHEAD, len(ranges) - i):
+                    ahead.append(self._opened(ranges[i + len(ahead)]))
+                client = ahead.popleft()
+                # A client that could not be opened ahead is opened by read_range, with retries.
+                open_client = (lambda: client) if client is not None else (
+                    lambda: partition_client(self.options, rng.partition, rng.end))
+                yield from read_range(open_client, self.options.topic, rng, self.options.read)
+        finally:
+            for client in ahead:
+                if client is not None:
+                    client.close()
+
+    def _opened(self, rng: OffsetRange):
+        """A client positioned at the range's start, or None when that fails now."""
+        if self.options.client != "confluent":
+            return None  # kafka-python fetches only when polled: nothing to gain
+        try:
+            client = partition_client(self.options, rng.partition, rng.end)
+        except Exception:
+            return None
+        try:
+            client.seek(rng.start)
+        except Exception:
+            client.close()
+            return None
+        return client
 
 
 class KafkaDataSource(KafkaShapedSource):
