@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from streaming.config import Config
+from streaming.batch_timing import BatchDurations
 from streaming.decode_stage import (MONITOR_KEY, SKIP_LABELS, STAGE_DDL, decode_partition,
                                     decode_partition_every_record)
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
@@ -140,12 +141,10 @@ class BatchSink:
         self.batches = 0
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        started = time.monotonic()
         # Through Arrow, column by column: cheaper than one Row object per output row.
         table = batch_df.toArrow()
         self.handle_rows(zip(*(table.column(name).to_pylist()
                                for name in ("group", "kind", "payload", "ts_ms"))), batch_id)
-        self.view.observe_batch(time.monotonic() - started)
         self.batches += 1
 
     def handle_rows(self, rows, batch_id: int) -> None:
@@ -243,6 +242,7 @@ class Job:
         self.exporter = None
         self.poller = None
         self.query = None
+        self._timing: BatchDurations | None = None
         self.sink: BatchSink | None = None
 
     # -- wiring -------------------------------------------------------------------------------
@@ -297,9 +297,12 @@ class Job:
         source_df = self._source_df if self._source_df is not None else build_source(self.spark, config)
         stream = build_pipeline(source_df)
         trigger = {"processingTime": f"{int(config.trigger.interval * 1000)} milliseconds"}
+        self._timing = BatchDurations(self.view)
+        self.spark.streams.addListener(self._timing)
         self.query = (stream.writeStream.foreachBatch(self.sink)
                       .option("checkpointLocation", os.path.join(config.checkpoint.path, "query"))
                       .trigger(**trigger).queryName("groupscope").start())
+        self._timing.query_id = str(self.query.id)
         return self.query
 
     def stop(self) -> None:
@@ -308,6 +311,12 @@ class Job:
                 self.query.stop()
             except Exception:
                 log.debug("stopping the query failed", exc_info=True)
+        if self._timing is not None:
+            try:
+                self.spark.streams.removeListener(self._timing)
+            except Exception:
+                log.debug("removing the batch timing listener failed", exc_info=True)
+            self._timing = None
         if self.poller is not None:
             self.poller.stop()
         if self.exporter is not None:

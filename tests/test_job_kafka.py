@@ -177,6 +177,22 @@ def test_monitor_series(running):
     assert all(v == 0 for v in s["groupscope_offsets_topic_lag"].values())
 
 
+def test_batch_duration_is_sparks_own_per_micro_batch(running):
+    job, _, _, _ = running
+    expected = {p["batchId"]: p["batchDuration"] / 1000 for p in job.query.recentProgress}
+    assert expected
+    deadline = time.monotonic() + 30
+    while True:  # Spark reports progress to listeners asynchronously
+        s = _scrape(job.exporter.port)
+        count = _value(s, "groupscope_batch_duration_seconds_count")
+        if count == len(expected) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert count == len(expected)
+    assert _value(s, "groupscope_batch_duration_seconds_sum") == pytest.approx(
+        sum(expected.values()))
+
+
 def test_compat_series(running):
     job, s, orders, pay = running
     # Burrow's exporter names, for dashboards built on it (the other compat sets: test_exporter).
