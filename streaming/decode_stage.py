@@ -32,6 +32,9 @@ COUNT_RECORDS = "records:"      # + type_name: records decoded
 COUNT_SKIPPED = "skipped:"      # + reason: records skipped
 PROGRESS = "progress"           # o_partition / o_offset: highest offset read per partition
 
+# The source columns the stage reads (of Spark's Kafka schema).
+DECODE_INPUT_COLUMNS = ("key", "value", "partition", "offset", "timestamp")
+
 # What the stage hands on.
 STAGE_SCHEMA = pa.schema([
     ("group", pa.string()),

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 from streaming.config import Config
 from streaming.batch_timing import BatchDurations
-from streaming.decode_stage import (MONITOR_KEY, SKIP_LABELS, STAGE_DDL, decode_partition,
+from streaming.decode_stage import (DECODE_INPUT_COLUMNS, MONITOR_KEY, SKIP_LABELS, STAGE_DDL, decode_partition,
                                     decode_partition_every_record)
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
                                unique_events)
@@ -82,7 +82,9 @@ def build_pipeline(source_df, context=None):
     processor = GroupProcessor(context)
     # Superseded commits are dropped before the shuffle unless each commit is to emit an event.
     decode = decode_partition_every_record if processor.context.emit_offset_events else decode_partition
-    return stateful_stage(source_df.mapInArrow(decode, STAGE_DDL), processor)
+    # Only the columns decoding reads cross into the decode stage's Python worker.
+    read = source_df.select(*DECODE_INPUT_COLUMNS)
+    return stateful_stage(read.mapInArrow(decode, STAGE_DDL), processor)
 
 
 @dataclass
