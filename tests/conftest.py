@@ -25,24 +25,16 @@ def broker() -> Broker:
 def build_test_spark():
     from pyspark.sql import SparkSession
 
+    from streaming.job import job_spark_conf
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("groupscope-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.streaming.stateStore.providerClass",
-                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        # The test machine is shared and busy: give Python workers time to connect back.
-        .config("spark.python.authenticate.socketTimeout", "120s")
-        .getOrCreate()
-    )
+    # The job's own settings, so the tests run what users run; plus a quiet, local-only UI.
+    builder = SparkSession.builder.master("local[2]").appName("groupscope-tests")
+    for key, value in {**job_spark_conf("local[2]"), "spark.default.parallelism": "2",
+                       "spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
+                       "spark.driver.bindAddress": "127.0.0.1"}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
