@@ -21,8 +21,8 @@ from typing import Any, Callable, Mapping
 
 from streaming.config import Config
 from streaming.batch_timing import BatchDurations
-from streaming.decode_stage import (DECODE_INPUT_COLUMNS, MONITOR_KEY, SKIP_LABELS, STAGE_DDL, decode_partition,
-                                    decode_partition_every_record)
+from streaming.decode_stage import (DECODE_INPUT_COLUMNS, MONITOR_KEY, SKIP_LABELS, STAGE_DDL,
+                                    decode_partition, decode_partition_every_record)
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
                                unique_events)
 from streaming.monitoring import (exporter_settings, offsets_client_factory, poller_settings,
