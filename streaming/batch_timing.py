@@ -24,9 +24,12 @@ class BatchDurations(StreamingQueryListener):
         progress = event.progress
         if self.query_id is None or str(progress.id) != self.query_id:
             return
-        if progress.batchId != self._last_batch:  # once per micro-batch, whatever Spark repeats
-            self._last_batch = progress.batchId
-            self.view.observe_batch(progress.batchDuration / 1000)
+        # While no data arrives Spark repeats a progress report for the next batch id every
+        # few seconds; that is a check for data, not a micro-batch.
+        if progress.numInputRows == 0 or progress.batchId == self._last_batch:
+            return
+        self._last_batch = progress.batchId
+        self.view.observe_batch(progress.batchDuration / 1000)
 
     def onQueryIdle(self, event) -> None:
         pass

@@ -319,17 +319,18 @@ class Job:
         return self.query
 
     def stop(self) -> None:
-        if self.query is not None:
-            try:
-                self.query.stop()
-            except Exception:
-                log.debug("stopping the query failed", exc_info=True)
+        # The listener goes first: Spark would otherwise call into this process while it exits.
         if self._timing is not None:
             try:
                 self.spark.streams.removeListener(self._timing)
             except Exception:
                 log.debug("removing the batch timing listener failed", exc_info=True)
             self._timing = None
+        if self.query is not None:
+            try:
+                self.query.stop()
+            except Exception:
+                log.debug("stopping the query failed", exc_info=True)
         if self.poller is not None:
             self.poller.stop()
         if self.exporter is not None:
