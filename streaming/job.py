@@ -21,6 +21,8 @@ from typing import Any, Callable, Mapping
 
 from streaming.config import Config
 from streaming.batch_timing import BatchDurations
+from streaming.checkpoint_layout import has_legacy_group_state
+from streaming.cli import UserError
 from streaming.decode_stage import (DECODE_INPUT_COLUMNS, MONITOR_KEY, SKIP_LABELS, STAGE_DDL,
                                     decode_partition, decode_partition_every_record)
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
@@ -283,6 +285,13 @@ class Job:
         config = self.config
         if self.spark is None:
             self.spark = build_spark(config)
+        query_checkpoint = os.path.join(config.checkpoint.path, "query")
+        if has_legacy_group_state(self.spark, query_checkpoint):
+            raise UserError(
+                f"checkpoint {config.checkpoint.path} keeps group state one key per group, as "
+                "groupscope did before state shards; this version would start every group from "
+                "empty. Use a new checkpoint.path (or delete this one): the state is rebuilt "
+                "from __consumer_offsets")
         if self._offsets_client_factory is None and config.source.type in ("kafka-python", "kafka"):
             self._offsets_client_factory = offsets_client_factory(config)
         if self._progress_target is None and config.source.type in ("kafka-python", "kafka"):
@@ -313,7 +322,7 @@ class Job:
         self._timing = BatchDurations(self.view)
         self.spark.streams.addListener(self._timing)
         self.query = (stream.writeStream.foreachBatch(self.sink)
-                      .option("checkpointLocation", os.path.join(config.checkpoint.path, "query"))
+                      .option("checkpointLocation", query_checkpoint)
                       .trigger(**trigger).queryName("groupscope").start())
         self._timing.query_id = str(self.query.id)
         return self.query

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 
-from streaming.job import OffsetsTopicProgress, state_partitions
+import pytest
+
+from job_support import mixed_timeline, replay_config, timeline_lines, write_capture
+from streaming.cli import UserError
+from streaming.job import Job, OffsetsTopicProgress, state_partitions
 
 
 def test_ready_once_the_backlog_seen_at_start_is_read():
@@ -48,3 +52,33 @@ def test_state_partitions_follow_the_local_cores():
     # A cluster master (or spark-submit's own) keeps groupscope's default.
     assert state_partitions("spark://host:7077") == 4
     assert state_partitions(None) == 4
+
+
+def test_a_checkpoint_with_one_state_key_per_group_is_refused_in_one_line(spark, tmp_path):
+    """The layout before state shards: Spark would accept it and start every group empty."""
+    legacy = tmp_path / "legacy"
+    schemas = legacy / "checkpoint" / "query" / "state" / "0" / "_stateSchema" / "default"
+    schemas.mkdir(parents=True)
+    # What the earlier version's state schema file holds: the state variable's name, then its
+    # key schema (the group id).
+    (schemas / "0_5b0c7f1e").write_bytes(
+        b"\x00\x00\x00\x03\x00\x0bgroup_state\x00\x5c"
+        b'{"type":"struct","fields":[{"name":"group","type":"string","nullable":true,"metadata":{}}]}')
+    capture = write_capture(str(tmp_path / "capture.jsonl"), timeline_lines(mixed_timeline()))
+    job = Job(replay_config(legacy, capture), spark=spark, start_exporter=False,
+              start_poller=False)
+    with pytest.raises(UserError, match="one key per group.*new checkpoint.path"):
+        job.start()
+    assert job.query is None
+
+    # A checkpoint this version wrote starts again.
+    current = tmp_path / "current"
+    for _ in range(2):
+        job = Job(replay_config(current, capture), spark=spark, start_exporter=False,
+                  start_poller=False)
+        try:
+            job.start().processAllAvailable()
+        finally:
+            job.stop()
+    assert os.listdir(current / "checkpoint" / "query" / "state" / "0" / "_stateSchema" / "default")
+    assert "orders-app" in job.view.groups
