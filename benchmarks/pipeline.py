@@ -198,13 +198,13 @@ def throughput_run(spark, args, workdir: str, run: int, bootstrap: str, records:
 def stage_runs(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     """The pipeline cut after each stage, each into Spark's no-op sink (trigger availableNow):
     the cost of each stage is the difference to the previous line."""
-    from streaming.decode_stage import DECODE_INPUT_COLUMNS, STAGE_DDL, decode_partition
     from streaming.group_processor import GroupProcessor, stateful_stage
+    from streaming.job import decoded_stream
     from streaming.sources import build_source
 
     config = base_config(args, workdir, "stages", bootstrap, "earliest", 1.0, None)
     source = build_source(spark, config)
-    decoded = source.select(*DECODE_INPUT_COLUMNS).mapInArrow(decode_partition, STAGE_DDL)
+    decoded = decoded_stream(source)
     stateful = stateful_stage(decoded, GroupProcessor())
     for run, (label, frame) in enumerate([("source", source), ("source+decode", decoded),
                                           ("source+decode+state", stateful)] * 2):

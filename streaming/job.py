@@ -93,11 +93,16 @@ def build_pipeline(source_df, context=None):
     from streaming.group_processor import GroupProcessor, stateful_stage
 
     processor = GroupProcessor(context)
-    # Superseded commits are dropped before the shuffle unless each commit is to emit an event.
-    decode = decode_partition_every_record if processor.context.emit_offset_events else decode_partition
+    return stateful_stage(decoded_stream(source_df, processor.context.emit_offset_events),
+                          processor)
+
+
+def decoded_stream(source_df, every_record: bool = False):
+    """Stage 1: the source's rows decoded (STAGE_DDL). Superseded commits are dropped before
+    the shuffle unless each commit is to emit an event (`every_record`)."""
+    decode = decode_partition_every_record if every_record else decode_partition
     # Only the columns decoding reads cross into the decode stage's Python worker.
-    read = source_df.select(*DECODE_INPUT_COLUMNS)
-    return stateful_stage(read.mapInArrow(decode, STAGE_DDL), processor)
+    return source_df.select(*DECODE_INPUT_COLUMNS).mapInArrow(decode, STAGE_DDL)
 
 
 @dataclass
