@@ -33,6 +33,9 @@ from streaming.view import MonitorView
 
 log = logging.getLogger("groupscope.job")
 
+# How often the offsets topic's end offsets are read for groupscope_offsets_topic_lag (seconds).
+OFFSETS_TOPIC_REFRESH_S = 5.0
+
 
 def job_spark_conf(master: str | None) -> dict[str, str]:
     """The Spark settings the job runs with (`spark.conf` in the config overrides any)."""
@@ -50,6 +53,9 @@ def job_spark_conf(master: str | None) -> dict[str, str]:
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
+        # Python workers fork from a daemon that has PySpark's worker code imported already
+        # (streaming/spark_daemon.py): each new worker would otherwise compile it again.
+        "spark.python.daemon.module": "streaming.spark_daemon",
         # Python workers connect back to the JVM; on a busy machine the default 15 s is not
         # always enough.
         "spark.python.authenticate.socketTimeout": "120s",
@@ -110,22 +116,31 @@ class OffsetsTopicProgress:
     """How far the job is behind on `__consumer_offsets`.
 
     `target` gives the topic's end offsets (next offset to be written) per partition; the first
-    answer is the end seen at start, which decides `groupscope_ready`.
+    answer is the end seen at start, which decides `groupscope_ready`. After a successful answer
+    the target is asked again only once `min_interval_s` has passed: the sink refreshes after
+    every micro-batch, and a broker round trip there delays every batch.
     """
 
     target: Callable[[], Mapping[int, int]] | None
     start_ends: dict[int, int] | None = None
     latest_ends: dict[int, int] = field(default_factory=dict)
     read: dict[int, int] = field(default_factory=dict)   # highest offset processed per partition
+    min_interval_s: float = 0.0
+    clock: Callable[[], float] = time.monotonic
+    _answered_at: float | None = None
 
     def refresh_target(self) -> None:
         if self.target is None:
+            return
+        now = self.clock()
+        if self._answered_at is not None and now - self._answered_at < self.min_interval_s:
             return
         try:
             ends = {int(p): int(e) for p, e in self.target().items()}
         except Exception as exc:  # the poll is retried next batch; the stream goes on
             log.warning("could not read the end offsets of the offsets topic: %s", exc)
             return
+        self._answered_at = now
         self.latest_ends = ends
         if self.start_ends is None:
             self.start_ends = dict(ends)
@@ -263,18 +278,18 @@ class Job:
         self.poller = None
         self.query = None
         self._timing: BatchDurations | None = None
+        self._progress_client = None  # reads the offsets topic's end offsets, opened on first use
         self.sink: BatchSink | None = None
 
     # -- wiring -------------------------------------------------------------------------------
 
     def _kafka_progress_target(self) -> Callable[[], Mapping[int, int]]:
         topic = self.config.source.topic
-        holder: dict[str, Any] = {}
 
         def target() -> Mapping[int, int]:
-            client = holder.get("client")
+            client = self._progress_client
             if client is None:
-                client = holder["client"] = self._offsets_client_factory()
+                client = self._progress_client = self._offsets_client_factory()
             _names, counts = client.topic_metadata()
             n = counts.get(topic, 0)
             ends = client.end_offsets([(topic, p) for p in range(n)])
@@ -318,27 +333,23 @@ class Job:
             self.poller = EndOffsetPoller(self.view, self._offsets_client_factory,
                                           poller_settings(config), clock=self.view.clock,
                                           on_poll=refresh).start()
-        progress = OffsetsTopicProgress(self._progress_target)
+        progress = OffsetsTopicProgress(self._progress_target,
+                                        min_interval_s=OFFSETS_TOPIC_REFRESH_S)
         progress.refresh_target()
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval)
         source_df = self._source_df if self._source_df is not None else build_source(self.spark, config)
         stream = build_pipeline(source_df)
         trigger = {"processingTime": f"{int(config.trigger.interval * 1000)} milliseconds"}
-        self._timing = BatchDurations(self.view)
-        self.spark.streams.addListener(self._timing)
         self.query = (stream.writeStream.foreachBatch(self.sink)
                       .option("checkpointLocation", query_checkpoint)
                       .trigger(**trigger).queryName("groupscope").start())
-        self._timing.query_id = str(self.query.id)
+        self._timing = BatchDurations(self.view, self.query).start()
         return self.query
 
     def stop(self) -> None:
-        # The listener goes first: Spark would otherwise call into this process while it exits.
+        # The progress poller goes first: it calls into the query.
         if self._timing is not None:
-            try:
-                self.spark.streams.removeListener(self._timing)
-            except Exception:
-                log.debug("removing the batch timing listener failed", exc_info=True)
+            self._timing.stop()
             self._timing = None
         if self.query is not None:
             try:
@@ -349,6 +360,9 @@ class Job:
             self.poller.stop()
         if self.exporter is not None:
             self.exporter.stop()
+        if self._progress_client is not None:
+            self._progress_client.close()
+            self._progress_client = None
 
     def wait(self, stop_event: threading.Event | None = None) -> None:
         """Block until the query ends (or `stop_event` is set); re-raise a query failure."""

@@ -40,6 +40,29 @@ def test_a_failing_end_offset_lookup_keeps_the_last_answer():
     assert progress.latest_ends == {0: 4} and progress.start_ends == {0: 4}
 
 
+def test_end_offsets_are_read_again_only_after_the_interval():
+    now = [100.0]
+    calls = []
+
+    def target():
+        calls.append(now[0])
+        if len(calls) == 2:
+            raise ConnectionError("broker away")
+        return {0: 10 * len(calls)}
+
+    progress = OffsetsTopicProgress(target, min_interval_s=5.0, clock=lambda: now[0])
+    progress.refresh_target()
+    now[0] = 104.0
+    progress.refresh_target()                     # too soon: no call
+    assert calls == [100.0] and progress.latest_ends == {0: 10}
+    now[0] = 105.0
+    progress.refresh_target()                     # due, but the broker is away
+    now[0] = 105.5
+    progress.refresh_target()                     # a failed call is retried at once
+    assert calls == [100.0, 105.0, 105.5] and progress.latest_ends == {0: 30}
+    assert progress.start_ends == {0: 10}
+
+
 def test_sources_without_an_end_are_always_ready():
     assert OffsetsTopicProgress(None).ready()
 
