@@ -31,6 +31,7 @@ from pyspark.sql.streaming.stateful_processor_util import (TransformWithStateInP
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 from pyspark.util import PythonEvalType
 
+from coordinator import compact_json
 from coordinator.records import decode
 from coordinator.state import Context, GroupState
 from coordinator.state.reducer import apply_parts
@@ -93,7 +94,7 @@ def _bytes(value: Any) -> bytes | None:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return compact_json.dumps(value)
 
 
 class GroupProcessor(StatefulProcessor):

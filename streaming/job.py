@@ -9,7 +9,6 @@ when the job starts.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -19,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from coordinator import compact_json
 from streaming.config import Config
 from streaming.batch_timing import BatchDurations
 from streaming.checkpoint_layout import has_legacy_group_state
@@ -190,15 +190,15 @@ class BatchSink:
         monitor = None
         for group, kind, payload, ts_ms in rows:
             if kind == "snapshot":
-                snapshots.append(json.loads(payload))
+                snapshots.append(compact_json.loads(payload))
                 payloads[id(snapshots[-1])] = payload
             elif kind == "snapshot_point":
                 points.append((group, int(ts_ms), "snapshot", payload))
             elif kind == "event":
-                events.append(json.loads(payload))
+                events.append(compact_json.loads(payload))
                 payloads[id(events[-1])] = payload
             elif kind == "monitor" and group == MONITOR_KEY:
-                monitor = json.loads(payload)
+                monitor = compact_json.loads(payload)
         events.sort(key=lambda e: (e["timestamp_ms"], e["partition"], e["offset"]))
         if self.history is not None:
             self._write_history(batch_id, snapshots, points, events, payloads)

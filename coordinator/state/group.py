@@ -12,11 +12,10 @@ baseline, idempotence positions).
 from __future__ import annotations
 
 import copy
-import json
 import zlib
 from typing import Any
 
-from coordinator import partition_for
+from coordinator import compact_json, partition_for
 
 CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"
 STABLE, STREAMS_STABLE = 0, 1   # MemberState STABLE of consumer/share groups, and of streams groups
@@ -228,12 +227,12 @@ class GroupState:
         return state
 
     def to_bytes(self) -> bytes:
-        raw = json.dumps(self.to_state(), separators=(",", ":"), ensure_ascii=False).encode()
+        raw = compact_json.dumps_bytes(self.to_state())
         return zlib.compress(raw, 1)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "GroupState":
-        return cls.from_state(json.loads(zlib.decompress(data)))
+        return cls.from_state(compact_json.loads(zlib.decompress(data)))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, GroupState) and self.to_state() == other.to_state()
