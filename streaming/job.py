@@ -30,6 +30,7 @@ from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, 
 from streaming.monitoring import (exporter_settings, offsets_client_factory, poller_settings,
                                   view_settings)
 from streaming.view import MonitorView
+from streaming.worker_python import worker_python
 
 log = logging.getLogger("groupscope.job")
 
@@ -67,12 +68,16 @@ def build_spark(config: Config):
     master wins; `spark.master` only applies to `groupscope run`."""
     from pyspark.sql import SparkSession
 
-    # Python workers must run this interpreter (the one with groupscope installed).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    local = bool(config.spark.master) and not os.environ.get("SPARK_ENV_LOADED")
+    if "PYSPARK_PYTHON" not in os.environ:
+        # Python workers must run this interpreter (the one with groupscope installed); in
+        # local mode without PySpark's zip on their path (streaming/worker_python.py).
+        local_master = local and config.spark.master.startswith("local")
+        os.environ["PYSPARK_PYTHON"] = worker_python() if local_master else sys.executable
     builder = SparkSession.builder.appName(config.spark.app_name)
     for key, value in job_spark_conf(config.spark.master).items():
         builder = builder.config(key, value)
-    if config.spark.master and not os.environ.get("SPARK_ENV_LOADED"):
+    if local:
         builder = builder.master(config.spark.master)
     for key, value in config.spark.conf.items():
         builder = builder.config(key, value)

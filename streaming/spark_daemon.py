@@ -5,7 +5,9 @@ Every Python process Spark starts for a task or a planning step is forked from s
 then imports the worker code. Spark puts `pyspark.zip` first on the workers' path, and Python
 keeps no compiled code for modules imported from a zip, so each new worker compiled PySpark's
 modules again: 1.5 s of CPU here against 0.25 s from compiled files, paid by every worker a query
-starts and by each query-planning step. Imported in the daemon, they come with the fork.
+starts. Imported in the daemon, they come with the fork. (In local mode the workers do not see
+the zip at all, streaming/worker_python.py; this daemon is what helps on a cluster. Spark's
+query-planning runners fork from PySpark's own daemon whatever this setting says.)
 
 Only modules that start no thread when imported are loaded here: a thread does not survive a
 fork (pyarrow, pandas and numpy start threads, so they are left to the workers, as PySpark's own

@@ -26,8 +26,9 @@ def build_test_spark():
     from pyspark.sql import SparkSession
 
     from streaming.job import job_spark_conf
+    from streaming.worker_python import worker_python
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python())
     # The job's own settings, so the tests run what users run; plus a quiet, local-only UI.
     builder = SparkSession.builder.master("local[2]").appName("groupscope-tests")
     for key, value in {**job_spark_conf("local[2]"), "spark.default.parallelism": "2",

@@ -76,7 +76,8 @@ def test_sigkill_mid_stream_then_restart_matches_an_uninterrupted_run(spark, tmp
     }
     config_path = work / "config.yaml"
     config_path.write_text(yaml.safe_dump(config))
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    # The job picks its workers' interpreter itself, as under `groupscope run`.
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
     log = open(work / "run.log", "wb")
     process = subprocess.Popen([sys.executable, "-m", "streaming.cli", "run", "-c", str(config_path)],
                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
