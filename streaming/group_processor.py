@@ -17,7 +17,6 @@ transaction markers (see coordinator.state).
 from __future__ import annotations
 
 import itertools
-import json
 from typing import Any, Iterator
 
 import numpy as np
@@ -93,10 +92,6 @@ def _bytes(value: Any) -> bytes | None:
     return None if isinstance(value, float) else bytes(value)
 
 
-def _dumps(value: Any) -> str:
-    return compact_json.dumps(value)
-
-
 class GroupProcessor(StatefulProcessor):
     """Keeps one `GroupState` per group inside its shard's value, and the monitor's counters."""
 
@@ -158,20 +153,20 @@ class GroupProcessor(StatefulProcessor):
             if produced:
                 events.extend(produced)
                 if state is not None and any(e.event in _CHANGE_EVENTS for e in produced):
-                    points.append((row["ts_ms"], _dumps(state.to_dict())))
+                    points.append((row["ts_ms"], compact_json.dumps(state.to_dict())))
         if state is None:
             return None
         ts = state.updated_ms
-        out.append((group, "snapshot", _dumps(state.to_dict()), ts))
+        out.append((group, "snapshot", compact_json.dumps(state.to_dict()), ts))
         for point_ts, payload in points[:-1] if points and points[-1][0] == ts else points:
             out.append((group, "snapshot_point", payload, point_ts))
         for event in events:
-            out.append((group, "event", _dumps(event.to_dict()), event.timestamp_ms))
+            out.append((group, "event", compact_json.dumps(event.to_dict()), event.timestamp_ms))
         return state
 
     def _monitor(self, records: list[dict[str, Any]], stored: bytes | None) -> str:
         """The monitor's counters with this batch's rows added, as JSON."""
-        counters = json.loads(stored) if stored is not None else {
+        counters = compact_json.loads(stored) if stored is not None else {
             "records": {}, "skipped": {}, "progress": {}}
         for row in records:
             label, count = _bytes(row["key"]).decode(), int(_bytes(row["value"]))
@@ -185,7 +180,7 @@ class GroupProcessor(StatefulProcessor):
             elif label.startswith(COUNT_SKIPPED):
                 reason = label[len(COUNT_SKIPPED):]
                 counters["skipped"][reason] = counters["skipped"].get(reason, 0) + count
-        return _dumps(counters)
+        return compact_json.dumps(counters)
 
     def close(self) -> None:
         pass

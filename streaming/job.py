@@ -68,16 +68,16 @@ def build_spark(config: Config):
     master wins; `spark.master` only applies to `groupscope run`."""
     from pyspark.sql import SparkSession
 
-    local = bool(config.spark.master) and not os.environ.get("SPARK_ENV_LOADED")
+    own_master = bool(config.spark.master) and not os.environ.get("SPARK_ENV_LOADED")
     if "PYSPARK_PYTHON" not in os.environ:
         # Python workers must run this interpreter (the one with groupscope installed); in
         # local mode without PySpark's zip on their path (streaming/worker_python.py).
-        local_master = local and config.spark.master.startswith("local")
-        os.environ["PYSPARK_PYTHON"] = worker_python() if local_master else sys.executable
+        local = own_master and config.spark.master.startswith("local")
+        os.environ["PYSPARK_PYTHON"] = worker_python() if local else sys.executable
     builder = SparkSession.builder.appName(config.spark.app_name)
     for key, value in job_spark_conf(config.spark.master).items():
         builder = builder.config(key, value)
-    if local:
+    if own_master:
         builder = builder.master(config.spark.master)
     for key, value in config.spark.conf.items():
         builder = builder.config(key, value)
