@@ -1,32 +1,52 @@
-"""Spark's Python worker daemon (`spark.python.daemon.module`) with PySpark's worker code
-imported once, before the daemon forks workers.
+"""Spark's Python worker daemon (`spark.python.daemon.module`) with the workers' code imported
+once, before the daemon forks workers.
 
-Every Python worker Spark starts for a task is forked from such a daemon and then imports the
-worker code. Spark puts `pyspark.zip` first on the workers' path, and Python
-keeps no compiled code for modules imported from a zip, so each new worker compiled PySpark's
-modules again: 1.5 s of CPU here against 0.25 s from compiled files, paid by every worker a query
-starts. Imported in the daemon, they come with the fork. (In local mode the workers do not see
-the zip at all, streaming/worker_python.py; this daemon is what helps on a cluster. Spark's
-query-planning runners fork from PySpark's own daemon whatever this setting says.)
+Every Python worker Spark starts for a task is forked from such a daemon and then imports what
+its task runs: PySpark's worker, pyarrow, pandas and numpy, and the job's own stages. That is
+about 1.2 s of CPU per worker, and a query starts several workers (six for the first catch-up of
+the benchmark). Imported in the daemon, it all comes with the fork.
 
-Only modules that start no thread when imported are loaded here: a thread does not survive a
-fork (pyarrow, pandas and numpy start threads, so they are left to the workers, as PySpark's own
-daemon warns).
+A thread does not survive a fork, so the daemon first turns off the two threads these libraries
+start on import: OpenBLAS's thread pool (numpy; the job does no linear algebra) and the
+background thread of pyarrow's bundled jemalloc (pyarrow allocates through mimalloc here; with
+the thread off jemalloc purges inline). A setting the user made in the environment wins; if a
+thread is running after the imports anyway, the daemon says so in its log line on stderr.
 """
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
-# Modules that import without starting a thread (checked in tests/test_spark_daemon.py). Only
-# task workers fork from this daemon, so the planning runners' modules are not among them.
+# Settings that keep the imports below thread-free (checked in tests/test_spark_daemon.py).
+THREAD_FREE_ENV = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+}
+
+# What the job's task workers import: the source reader, the decode stage (mapInArrow) and the
+# state stage (transformWithStateInPandas). Spark's planning runners never fork from this daemon.
 PRELOADED = (
     "pyspark.worker",
+    "numpy",
+    "pyarrow",
+    "pyarrow.compute",
+    "pandas",
+    "pyspark.sql.pandas.serializers",
+    "pyspark.sql.streaming.stateful_processor_api_client",
     "coordinator.records",
     "coordinator.state",
+    "streaming.decode_stage",
+    "streaming.group_processor",
+    "streaming.sources.kafka_stream",
+    "streaming.sources.confluent_client",
+    "streaming.sources.kafka_python_client",
 )
 
 
 def preload() -> None:
+    for key, value in THREAD_FREE_ENV.items():
+        os.environ.setdefault(key, value)
     for name in PRELOADED:
         try:
             importlib.import_module(name)
@@ -34,8 +54,19 @@ def preload() -> None:
             pass
 
 
+def native_threads() -> int:
+    """Threads of this process (Linux), 1 where /proc is not there to tell."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
 def main() -> None:
     preload()
+    if native_threads() > 1:
+        print(f"groupscope worker daemon: {native_threads()} threads after preloading; workers "
+              "forked from it do not inherit the others", file=sys.stderr)
     from pyspark.daemon import manager
 
     manager()

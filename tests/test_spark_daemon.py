@@ -1,24 +1,42 @@
-"""The worker daemon's preloaded modules start no thread (a thread would not survive the fork
-into each worker), and the daemon still serves Spark's workers (every Spark test runs on it)."""
+"""The worker daemon preloads what the job's workers import, starts no thread doing so (a thread
+would not survive the fork into each worker), and still serves Spark's workers (every Spark test
+runs on it)."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
 
-from streaming.spark_daemon import PRELOADED
+from streaming.spark_daemon import PRELOADED, THREAD_FREE_ENV
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBE = ("import os, sys\n"
+         "from streaming.spark_daemon import native_threads, preload\n"
+         "preload()\n"
+         "missing = [m for m in sys.argv[1:] if m not in sys.modules]\n"
+         "print(native_threads(), missing)\n")
+
+
+def _probe(env: dict[str, str]) -> str:
+    return subprocess.run([sys.executable, "-c", PROBE, *PRELOADED], capture_output=True,
+                          text=True, check=True, cwd=ROOT, env=env).stdout.split("\n")[0]
+
+
+def _env_without_thread_settings() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in THREAD_FREE_ENV}
 
 
 def test_preloaded_modules_import_without_starting_threads():
-    script = ("import os, sys\n"
-              "from streaming.spark_daemon import preload\n"
-              "preload()\n"
-              "missing = [m for m in sys.argv[1:] if m not in sys.modules]\n"
-              "heavy = [m for m in ('numpy', 'pandas', 'pyarrow') if m in sys.modules]\n"
-              "print(len(os.listdir('/proc/self/task')), missing, heavy)\n")
-    out = subprocess.run([sys.executable, "-c", script, *PRELOADED], capture_output=True,
-                         text=True, check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
-    assert out.stdout.split("\n")[0] == "1 [] []"
+    assert _probe(_env_without_thread_settings()) == "1 []"
+
+
+def test_without_the_settings_the_same_imports_start_threads():
+    # The settings are what keeps the daemon thread-free: pyarrow's jemalloc starts a background
+    # thread on import otherwise.
+    env = _env_without_thread_settings()
+    env["JE_ARROW_MALLOC_CONF"] = "background_thread:true"
+    threads, missing = _probe(env).split(" ", 1)
+    assert int(threads) > 1 and missing == "[]"
 
 
 def test_spark_forks_python_workers_from_this_daemon(spark):
@@ -28,3 +46,11 @@ def test_spark_forks_python_workers_from_this_daemon(spark):
 
     commands = spark.sparkContext.parallelize(range(2), 2).mapPartitions(parent_command).collect()
     assert commands and all("-m streaming.spark_daemon pyspark.worker" in c for c in commands)
+
+
+def test_workers_start_with_the_job_modules_already_imported(spark):
+    def preloaded_at_start(_rows):
+        yield all(name in sys.modules for name in ("pandas", "pyarrow", "streaming.decode_stage"))
+
+    assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(preloaded_at_start).collect() \
+        == [True, True]
