@@ -25,6 +25,7 @@ from streaming.checkpoint_layout import has_legacy_group_state
 from streaming.cli import UserError
 from streaming.decode_stage import (DECODE_INPUT_COLUMNS, MONITOR_KEY, SKIP_LABELS, STAGE_DDL,
                                     decode_partition, decode_partition_every_record)
+from streaming.jvm_class_cache import with_class_cache
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
                                unique_events)
 from streaming.monitoring import (exporter_settings, offsets_client_factory, poller_settings,
@@ -69,17 +70,22 @@ def build_spark(config: Config):
     from pyspark.sql import SparkSession
 
     own_master = bool(config.spark.master) and not os.environ.get("SPARK_ENV_LOADED")
+    local = own_master and config.spark.master.startswith("local")
     if "PYSPARK_PYTHON" not in os.environ:
         # Python workers must run this interpreter (the one with groupscope installed); in
         # local mode without PySpark's zip on their path (streaming/worker_python.py).
-        local = own_master and config.spark.master.startswith("local")
         os.environ["PYSPARK_PYTHON"] = worker_python() if local else sys.executable
+    user_conf = dict(config.spark.conf)
+    if local:
+        # This process launches the driver JVM: it can map the classes an earlier run loaded
+        # (streaming/jvm_class_cache.py).
+        user_conf = with_class_cache(user_conf)
     builder = SparkSession.builder.appName(config.spark.app_name)
     for key, value in job_spark_conf(config.spark.master).items():
         builder = builder.config(key, value)
     if own_master:
         builder = builder.master(config.spark.master)
-    for key, value in config.spark.conf.items():
+    for key, value in user_conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
