@@ -25,9 +25,9 @@ from streaming.checkpoint_layout import has_legacy_group_state
 from streaming.cli import UserError
 from streaming.decode_stage import (DECODE_INPUT_COLUMNS, MONITOR_KEY, SKIP_LABELS, STAGE_DDL,
                                     decode_partition, decode_partition_every_record)
-from streaming.jvm_class_cache import with_class_cache
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
                                unique_events)
+from streaming.jvm_class_cache import with_class_cache
 from streaming.monitoring import (exporter_settings, offsets_client_factory, poller_settings,
                                   view_settings)
 from streaming.view import MonitorView

@@ -24,11 +24,12 @@ import glob
 import hashlib
 import os
 import shutil
+import sys
 import time
 from typing import Mapping
 
 # Dynamic (top-layer) CDS archives start with 0xf00baba8, in the machine's byte order.
-_MAGIC = (0xF00BABA8).to_bytes(4, "little")
+_MAGIC = (0xF00BABA8).to_bytes(4, sys.byteorder)
 # The JVM writes the archive after its driver exits; a file untouched this long is finished.
 SETTLED_S = 30.0
 QUIET = "-Xlog:cds*=off"  # the dump warns about every class it skips; nothing a user can act on

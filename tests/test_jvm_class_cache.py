@@ -14,7 +14,7 @@ from streaming.jvm_class_cache import (QUIET, SETTLED_S, archive_key, class_cach
                                        with_class_cache)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MAGIC = (0xF00BABA8).to_bytes(4, "little")
+MAGIC = (0xF00BABA8).to_bytes(4, sys.byteorder)
 
 
 def _finished_pid() -> int:
