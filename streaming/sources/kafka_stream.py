@@ -23,11 +23,14 @@ from streaming.sources.offset_ranges import (EARLIEST, LATEST, OffsetRange, Part
                                              from_offset_dict, limit_end, pack_ranges,
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
 from streaming.sources.range_reader import read_range
-from streaming.sources.records import KafkaShapedSource
+from streaming.sources.records import KafkaShapedSource, record_batch
 
 FORMAT = "groupscope-kafka"
-# Ranges of a task whose clients are opened while an earlier range is read (see read).
+# Ranges of a task whose clients are opened while an earlier range is read (see _read_each).
 OPEN_AHEAD = 4
+# Tasks up to this many records read their ranges through one shared client (see _together);
+# larger ones (catching up) read range by range, where each client is worth its cost.
+SHARED_CLIENT_MAX_RECORDS = 50_000
 log = logging.getLogger("groupscope.sources")
 
 
@@ -187,11 +190,42 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- executor side -----------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """The task's ranges one after the other, with the clients of the next OPEN_AHEAD
-        ranges opened and positioned meanwhile: librdkafka connects and fetches in its own
-        threads, so a range's records are usually there by the time its turn comes (a task
-        reads dozens of small ranges per micro-batch in steady state)."""
         ranges = list(partition.ranges)
+        if self._together(ranges):
+            yield from self._read_together(ranges)
+        else:
+            yield from self._read_each(ranges)
+
+    def _together(self, ranges: list[OffsetRange]) -> bool:
+        """Small ranges of distinct partitions (a steady-state task) share one client."""
+        return (self.options.client == "confluent" and len(ranges) > 1
+                and len({rng.partition for rng in ranges}) == len(ranges)
+                and sum(rng.end - rng.start for rng in ranges) <= SHARED_CLIENT_MAX_RECORDS)
+
+    def _read_together(self, ranges: list[OffsetRange]) -> Iterator[pa.RecordBatch]:
+        """Through one client while all goes well; whatever it leaves unread (an error, a stall)
+        is read range by range, with retries and the checks for lost records."""
+        from streaming.sources.confluent_client import ConfluentRanges
+
+        try:
+            shared = ConfluentRanges(self.options.confluent_config(), self.options.topic, ranges)
+        except Exception:
+            yield from self._read_each(ranges)
+            return
+        try:
+            for number, polled in shared.poll_all():
+                yield record_batch(self.options.topic, number, polled.keys, polled.values,
+                                   polled.offsets, polled.timestamps_ms, polled.timestamp_types)
+        finally:
+            shared.close()
+        rest = [OffsetRange(rng.partition, shared.positions[rng.partition], rng.end)
+                for rng in ranges if shared.positions[rng.partition] < rng.end]
+        yield from self._read_each(rest)
+
+    def _read_each(self, ranges: list[OffsetRange]) -> Iterator[pa.RecordBatch]:
+        """The ranges one after the other, with the clients of the next OPEN_AHEAD ranges
+        opened and positioned meanwhile: librdkafka connects and fetches in its own threads, so
+        a range's records are usually there by the time its turn comes."""
         ahead: deque = deque()
         try:
             for i, rng in enumerate(ranges):
