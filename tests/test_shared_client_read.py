@@ -118,3 +118,63 @@ def test_large_or_repeated_partition_tasks_read_range_by_range():
     assert not reader._together([OffsetRange(0, 0, 40_000), OffsetRange(1, 0, 40_000)])
     kafka_python = KafkaStreamReader(KafkaSourceOptions(bootstrap_servers="127.0.0.1:9"))
     assert not kafka_python._together([OffsetRange(0, 0, 10), OffsetRange(1, 0, 10)])
+
+
+class _Error:
+    def __init__(self, code: int) -> None:
+        self._code = code
+
+    def code(self) -> int:
+        return self._code
+
+
+class _Message:
+    def __init__(self, partition: int, offset: int, error: _Error | None = None) -> None:
+        self._partition, self._offset, self._error = partition, offset, error
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def error(self):
+        return self._error
+
+    def key(self) -> bytes:
+        return b"k%d" % self._offset
+
+    def value(self) -> bytes:
+        return b"v"
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, 1_700_000_000_000
+
+
+class _ScriptedConsumer:
+    def __init__(self, polls: list[list[_Message]]) -> None:
+        self.polls = polls
+
+    def assign(self, _partitions) -> None:
+        pass
+
+    def pause(self, _partitions) -> None:
+        pass
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Message]:
+        return self.polls.pop(0) if self.polls else []
+
+
+def test_records_before_an_error_in_the_same_poll_are_handed_out(monkeypatch):
+    from confluent_kafka import KafkaError
+
+    from streaming.sources import confluent_client
+
+    polls = [[_Message(0, 0), _Message(0, 1), _Message(1, 7, _Error(KafkaError.OFFSET_OUT_OF_RANGE)),
+              _Message(0, 2)]]
+    monkeypatch.setattr(confluent_client, "_consumer", lambda config: _ScriptedConsumer(polls))
+    shared = confluent_client.ConfluentRanges({}, "t", [OffsetRange(0, 0, 5), OffsetRange(1, 7, 9)])
+    handed = [(p, polled.offsets) for p, polled in shared.poll_all()]
+    # What the positions count as read went out; the rest is for the one-range path.
+    assert handed == [(0, [0, 1])]
+    assert shared.positions == {0: 2, 1: 7}

@@ -113,7 +113,7 @@ class ConfluentRanges:
             except KafkaException:
                 return
             by_partition: dict[int, list] = {}
-            moved = False
+            moved = failed = False
             for message in messages:
                 partition, error = message.partition(), message.error()
                 if partition not in self.positions:
@@ -124,10 +124,12 @@ class ConfluentRanges:
                 elif error.code() == KafkaError._PARTITION_EOF:
                     position = message.offset()
                 else:
-                    return  # the one-partition path knows what to do about it
+                    failed = True  # the one-partition path knows what to do about it
+                    break
                 if position > self.positions[partition]:
                     self.positions[partition] = position
                     moved = True
+            # Positions already count the records collected above: they must go out first.
             for partition, found in by_partition.items():
                 polled = _columns(found)
                 end = self._ends[partition]
@@ -138,6 +140,8 @@ class ConfluentRanges:
                                     polled.timestamp_types[:keep], 0)
                 if polled.offsets:
                     yield partition, polled
+            if failed:
+                return
             done = [TopicPartition(self._topic, p) for p in unfinished
                     if self.positions[p] >= self._ends[p]]
             if done:
