@@ -85,6 +85,9 @@ def test_the_check_notices_queries_without_data(prometheus):
 
 
 def test_recording_rules_compute_real_figures(prometheus):
+    # The slowest counter compared below (cooperative-sticky: a rebalance every 5 s) needs
+    # samples spanning more than 5 s to show any rate; 12 scrapes span 11 s.
+    wait_for_scrapes(prometheus, scrapes=12, timeout_s=60)
     by_assignor = {(r["metric"]["group_type"], r["metric"]["protocol"]): float(r["value"][1])
                    for r in prometheus.query("cluster_assignor:kafka_consumergroup_rebalance_partitions_moved:rate5m")}
     # range moves every partition of each rebalance, cooperative-sticky one: 4 per rebalance at
