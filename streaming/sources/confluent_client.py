@@ -99,8 +99,9 @@ class ConfluentRanges:
         return [p for p, position in self.positions.items() if position < self._ends[p]]
 
     def poll_all(self) -> Iterator[tuple[int, Polled]]:
-        """(partition, records within its range) until all ranges are read or the fast path
-        stops; records come in offset order per partition."""
+        """(partition, records polled for it) until all ranges are read or the fast path stops;
+        records come in offset order per partition and may run past the range's end (new
+        records since planning), which the caller cuts off."""
         idle_polls = 0
         while True:
             unfinished = self._open()
@@ -131,15 +132,7 @@ class ConfluentRanges:
                     moved = True
             # Positions already count the records collected above: they must go out first.
             for partition, found in by_partition.items():
-                polled = _columns(found)
-                end = self._ends[partition]
-                if polled.offsets[-1] >= end:  # read past the range: new records since planning
-                    keep = sum(1 for offset in polled.offsets if offset < end)
-                    polled = Polled(polled.offsets[:keep], polled.keys[:keep],
-                                    polled.values[:keep], polled.timestamps_ms[:keep],
-                                    polled.timestamp_types[:keep], 0)
-                if polled.offsets:
-                    yield partition, polled
+                yield partition, _columns(found)
             if failed:
                 return
             done = [TopicPartition(self._topic, p) for p in unfinished

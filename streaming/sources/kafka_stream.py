@@ -22,8 +22,8 @@ from streaming.sources.kafka_options import KafkaSourceOptions, parse_options
 from streaming.sources.offset_ranges import (EARLIEST, LATEST, OffsetRange, PartitionOffsets,
                                              from_offset_dict, limit_end, pack_ranges,
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
-from streaming.sources.range_reader import read_range
-from streaming.sources.records import KafkaShapedSource, record_batch
+from streaming.sources.range_reader import read_range, records_in_range
+from streaming.sources.records import KafkaShapedSource
 
 FORMAT = "groupscope-kafka"
 # Ranges of a task whose clients are opened while an earlier range is read (see _read_each).
@@ -212,10 +212,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except Exception:
             yield from self._read_each(ranges)
             return
+        by_partition = {rng.partition: rng for rng in ranges}
         try:
             for number, polled in shared.poll_all():
-                yield record_batch(self.options.topic, number, polled.keys, polled.values,
-                                   polled.offsets, polled.timestamps_ms, polled.timestamp_types)
+                rng = by_partition[number]
+                batch = records_in_range(self.options.topic, rng, rng.start, polled)
+                if batch is not None:
+                    yield batch
         finally:
             shared.close()
         rest = [OffsetRange(rng.partition, shared.positions[rng.partition], rng.end)

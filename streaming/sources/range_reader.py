@@ -108,7 +108,7 @@ def _read_to_end(client: PartitionClient, topic: str, rng: OffsetRange, settings
         else:
             last_error = None
         if polled is not None and polled.offsets:
-            batch = _in_range(topic, rng, position, polled)
+            batch = records_in_range(topic, rng, position, polled)
             if batch is not None:
                 yield batch
         new_position = polled.position if polled is not None else position
@@ -139,7 +139,9 @@ def _read_to_end(client: PartitionClient, topic: str, rng: OffsetRange, settings
         backoff = min(backoff * 2, settings.max_backoff_s)
 
 
-def _in_range(topic: str, rng: OffsetRange, position: int, polled: Polled) -> pa.RecordBatch | None:
+def records_in_range(topic: str, rng: OffsetRange, position: int, polled: Polled
+                     ) -> pa.RecordBatch | None:
+    """The polled records from `position` up to the range's end, as a batch (None if none)."""
     offsets = polled.offsets
     lo = 0
     while lo < len(offsets) and offsets[lo] < position:
