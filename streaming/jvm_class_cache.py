@@ -75,9 +75,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _adopt_finished_dumps(final: str, now: float) -> None:
-    """Moves a finished dump into place; drops broken ones. Leaves dumps still being written."""
-    for part in sorted(glob.glob(final[: -len(".jsa")] + ".*.part")):
+def _adopt_finished_dumps(stem: str, now: float) -> None:
+    """Moves a finished dump into place (`stem`.jsa); drops broken ones. Leaves dumps still
+    being written."""
+    final = stem + ".jsa"
+    for part in sorted(glob.glob(stem + ".*.part")):
         try:
             pid = int(part.rsplit(".", 2)[1])
             settled = now - os.stat(part).st_mtime >= SETTLED_S
@@ -104,8 +106,9 @@ def class_cache_options(spark_conf: Mapping[str, str], directory: str | None = N
     directory = directory or cache_dir()
     if any(c.isspace() for c in directory):
         return []  # Spark splits extraJavaOptions at whitespace
-    final = os.path.join(directory, f"spark-classes-{archive_key(spark_conf)}.jsa")
-    _adopt_finished_dumps(final, time.time() if now is None else now)
+    stem = os.path.join(directory, f"spark-classes-{archive_key(spark_conf)}")
+    final = stem + ".jsa"
+    _adopt_finished_dumps(stem, time.time() if now is None else now)
     if os.path.exists(final):
         if _is_archive(final):
             return [f"-XX:SharedArchiveFile={final}", QUIET]
@@ -113,7 +116,7 @@ def class_cache_options(spark_conf: Mapping[str, str], directory: str | None = N
             os.remove(final)
         except OSError:
             return []
-    if glob.glob(final[: -len(".jsa")] + ".*.part"):
+    if glob.glob(stem + ".*.part"):
         return []  # another JVM is writing it (or just did): one dump at a time is enough
     try:
         os.makedirs(directory, exist_ok=True)
@@ -121,7 +124,7 @@ def class_cache_options(spark_conf: Mapping[str, str], directory: str | None = N
         return []
     if not os.access(directory, os.W_OK):
         return []
-    part = final[: -len(".jsa")] + f".{os.getpid()}.part"
+    part = f"{stem}.{os.getpid()}.part"
     return [f"-XX:ArchiveClassesAtExit={part}", QUIET]
 
 
