@@ -55,8 +55,9 @@ def job_spark_conf(master: str | None) -> dict[str, str]:
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
-        # Python workers fork from a daemon that has PySpark's worker code imported already
-        # (streaming/spark_daemon.py): each new worker would otherwise compile it again.
+        # Python workers fork from a daemon that has already imported what they run (PySpark's
+        # worker, pyarrow, pandas, the job's stages; streaming/spark_daemon.py): each new worker
+        # would otherwise import it all again, about 1 s of CPU.
         "spark.python.daemon.module": "streaming.spark_daemon",
         # Python workers connect back to the JVM; on a busy machine the default 15 s is not
         # always enough.
