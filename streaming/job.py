@@ -214,15 +214,22 @@ class BatchSink:
         events.sort(key=lambda e: (e["timestamp_ms"], e["partition"], e["offset"]))
         if self.history is not None:
             self._write_history(batch_id, snapshots, points, events, payloads)
-        self.view.update_groups(snapshots)
-        self.view.apply_events(events)
         if monitor is not None:
-            self._apply_monitor(monitor)
+            self._note_progress(monitor)  # before the view's lock: it may ask the broker
+        # One batch reaches the view whole: a reader (a scrape, a test) never sees a group's new
+        # state next to record counters that do not include the records behind it yet.
+        with self.view.lock:
+            self.view.update_groups(snapshots)
+            self.view.apply_events(events)
+            if monitor is not None:
+                self._apply_monitor(monitor)
 
-    def _apply_monitor(self, counters: Mapping[str, Any]) -> None:
+    def _note_progress(self, counters: Mapping[str, Any]) -> None:
         for p, off in counters.get("progress", {}).items():
             self.progress.read[int(p)] = max(int(off), self.progress.read.get(int(p), -1))
         self.progress.refresh_target()
+
+    def _apply_monitor(self, counters: Mapping[str, Any]) -> None:
         # Totals from the state store: absolute, so a replayed batch cannot inflate them.
         self.view.set_record_totals(counters.get("records", {}),
                                     {**{reason: 0 for reason in SKIP_LABELS}, **counters.get("skipped", {})})
