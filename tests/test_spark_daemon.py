@@ -3,6 +3,7 @@ would not survive the fork into each worker), and still serves Spark's workers (
 runs on it)."""
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -14,12 +15,18 @@ PROBE = ("import os, sys\n"
          "from streaming.spark_daemon import native_threads, preload\n"
          "preload()\n"
          "missing = [m for m in sys.argv[1:] if m not in sys.modules]\n"
-         "print(native_threads(), missing)\n")
+         "print(native_threads(), missing)\n"
+         "import gc, pandas\n"
+         "print(gc.get_freeze_count() > 0, any(o is pandas.DataFrame for o in gc.get_objects()))\n")
+
+
+def _probe_lines(env: dict[str, str]) -> list[str]:
+    return subprocess.run([sys.executable, "-c", PROBE, *PRELOADED], capture_output=True,
+                          text=True, check=True, cwd=ROOT, env=env).stdout.split("\n")
 
 
 def _probe(env: dict[str, str]) -> str:
-    return subprocess.run([sys.executable, "-c", PROBE, *PRELOADED], capture_output=True,
-                          text=True, check=True, cwd=ROOT, env=env).stdout.split("\n")[0]
+    return _probe_lines(env)[0]
 
 
 def _env_without_thread_settings() -> dict[str, str]:
@@ -54,3 +61,17 @@ def test_workers_start_with_the_job_modules_already_imported(spark):
 
     assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(preloaded_at_start).collect() \
         == [True, True]
+
+
+def test_preloaded_objects_are_out_of_the_collectors_reach():
+    # The garbage collector neither scans them (PySpark collects after every task) nor writes to
+    # their pages.
+    assert _probe_lines(_env_without_thread_settings())[1] == "True False"
+
+
+def test_workers_inherit_the_frozen_objects(spark):
+    def frozen(_rows):
+        import pandas
+        yield gc.get_freeze_count() > 0 and not any(o is pandas.DataFrame for o in gc.get_objects())
+
+    assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(frozen).collect() == [True, True]
