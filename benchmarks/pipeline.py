@@ -14,7 +14,10 @@ consumers commit (one request per group and round). Then:
 * latency: a job reading from `latest` while a separate process commits at `--rate` commits/s
   (each group commits all its partitions in one request, groups spread evenly over the period);
   the latency of a commit is the moment its offset reaches the view minus its commit timestamp.
-  It runs on a broker of its own (`--latency-broker`), measured after `--settle` seconds of load.
+  It runs on a broker of its own (`--latency-broker`), measured after `--settle` seconds of load
+  (default 60: the steady state; the driver JVM's JIT compiles for the first minute or two of a
+  new session, half the JVM's CPU). The median of each 10 s of the measured load is printed too,
+  so a job still warming up shows; `--settle 5` measures a new session's first minute.
 
 Usage: python benchmarks/pipeline.py [--records N] [--groups N] [--client confluent|kafka-python]
        [--runs N] [--latency-seconds S] [--settle S] [--rate R] [--trigger S]
@@ -265,6 +268,7 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
                          args.steady_max_records)
     job = Job(config, spark=spark, start_exporter=False, start_poller=False)
     latencies: list[float] = []
+    committed_at: list[int] = []
     seen: dict[tuple[str, str, int], int] = {}
     original = job.view.update_groups
 
@@ -279,6 +283,7 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
                     seen[key] = entry["offset"]
                     if measuring.is_set():
                         latencies.append(now_ms - entry["commit_timestamp_ms"])
+                        committed_at.append(entry["commit_timestamp_ms"])
 
     measuring = threading.Event()
     job.view.update_groups = timed_update
@@ -293,6 +298,7 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
         time.sleep(args.settle)  # under load before measuring: the JVM's JIT warms up
         before = cpu.sample()
         measuring.set()
+        measured_from_ms = time.time() * 1000
         producer.join()
         time.sleep(args.trigger + 3.0)
         after = cpu.sample()
@@ -304,6 +310,10 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     if not latencies:
         print("latency: no commit reached the view")
         return
+    # Whether the job is still warming up shows in the median of each 10 s of the load.
+    windows: dict[int, list[float]] = {}
+    for at, latency in zip(committed_at, latencies):
+        windows.setdefault(max(0, int((at - measured_from_ms) // 10_000)), []).append(latency)
     latencies.sort()
 
     def pct(q: float) -> float:
@@ -314,6 +324,8 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
           f"{len(latencies):,} commits; {batches} micro-batches; CPU over "
           f"{args.latency_seconds:.0f}s: JVM+workers {jvm:.1f}s, driver {driver:.1f}s, "
           f"tansu {tansu:.1f}s")
+    print("    p50 of each 10 s of the load: " + ", ".join(
+        f"{statistics.median(windows[w]) / 1000:.2f}s" for w in sorted(windows)))
     print_batch_medians(progress)
 
 
@@ -348,7 +360,7 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=15.0,
                         help="seconds the latency job runs idle before the load starts")
-    parser.add_argument("--settle", type=float, default=5.0,
+    parser.add_argument("--settle", type=float, default=60.0,
                         help="seconds of load before latencies are measured")
     parser.add_argument("--rate", type=float, default=5_000.0)
     parser.add_argument("--trigger", type=float, default=0.5,
