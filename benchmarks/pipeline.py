@@ -188,10 +188,11 @@ def throughput_run(spark, args, workdir: str, run: int, bootstrap: str, records:
     finally:
         job.stop()
     jvm, driver, tansu = (a - b for a, b in zip(after, before))
+    jvm_alone = jvm_after - jvm_before  # `jvm` counts its Python workers too
     print(f"run {run}: {records:,} records -> {args.groups} groups complete in the view in "
           f"{elapsed:.2f}s = {records / elapsed:,.0f} records/s; {batches} micro-batches; CPU: "
-          f"JVM {jvm_after - jvm_before:.1f}s + Python workers {jvm - (jvm_after - jvm_before):.1f}s, driver {driver:.1f}s (= {records / (jvm + driver):,.0f} "
-          f"records per CPU-second), tansu {tansu:.1f}s")
+          f"JVM {jvm_alone:.1f}s + Python workers {jvm - jvm_alone:.1f}s, driver {driver:.1f}s "
+          f"(= {records / (jvm + driver):,.0f} records per CPU-second), tansu {tansu:.1f}s")
     for p in progress:
         d = p.get("durationMs", {})
         print(f"    batch {p['batchId']}: {p['numInputRows']:>8} rows, addBatch "

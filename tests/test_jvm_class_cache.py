@@ -23,12 +23,16 @@ def _finished_pid() -> int:
     return process.pid
 
 
+def _stem(directory) -> str:
+    return os.path.join(str(directory), f"spark-classes-{archive_key({})}")
+
+
 def _final(directory) -> str:
-    return os.path.join(str(directory), f"spark-classes-{archive_key({})}.jsa")
+    return _stem(directory) + ".jsa"
 
 
 def _part(directory, pid: int, content: bytes, age_s: float) -> str:
-    path = _final(directory)[: -len(".jsa")] + f".{pid}.part"
+    path = _stem(directory) + f".{pid}.part"
     with open(path, "wb") as fh:
         fh.write(content)
     stamp = time.time() - age_s
@@ -38,7 +42,7 @@ def _part(directory, pid: int, content: bytes, age_s: float) -> str:
 
 def test_without_an_archive_the_jvm_writes_one_at_exit_under_this_process(tmp_path):
     options = class_cache_options({}, str(tmp_path))
-    part = _final(tmp_path)[: -len(".jsa")] + f".{os.getpid()}.part"
+    part = _stem(tmp_path) + f".{os.getpid()}.part"
     assert options == [f"-XX:ArchiveClassesAtExit={part}", QUIET]
 
 

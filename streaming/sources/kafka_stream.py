@@ -200,7 +200,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Small ranges of distinct partitions (a steady-state task) share one client."""
         return (self.options.client == "confluent" and len(ranges) > 1
                 and len({rng.partition for rng in ranges}) == len(ranges)
-                and sum(rng.end - rng.start for rng in ranges) <= SHARED_CLIENT_MAX_RECORDS)
+                and sum(rng.size for rng in ranges) <= SHARED_CLIENT_MAX_RECORDS)
 
     def _read_together(self, ranges: list[OffsetRange]) -> Iterator[pa.RecordBatch]:
         """Through one client while all goes well; whatever it leaves unread (an error, a stall)
