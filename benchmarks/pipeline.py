@@ -204,16 +204,17 @@ def throughput_run(spark, args, workdir: str, run: int, bootstrap: str, records:
 def stage_runs(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     """The pipeline cut after each stage, each into Spark's no-op sink (trigger availableNow):
     the cost of each stage is the difference to the previous line."""
+    from streaming.decode_stage import decoded_stream
     from streaming.group_processor import GroupProcessor, stateful_stage
-    from streaming.job import decoded_stream
     from streaming.sources import build_source
 
     config = base_config(args, workdir, "stages", bootstrap, "earliest", 1.0, None)
     source = build_source(spark, config)
-    decoded = decoded_stream(source)
-    stateful = stateful_stage(decoded, GroupProcessor())
-    for run, (label, frame) in enumerate([("source", source), ("source+decode", decoded),
-                                          ("source+decode+state", stateful)] * 2):
+    in_task = build_source(spark, config, decoded=True)
+    stages = [("source", source), ("source+decode mapInArrow", decoded_stream(source)),
+              ("source decoding in task", in_task),
+              ("... +state", stateful_stage(in_task, GroupProcessor()))]
+    for run, (label, frame) in enumerate(stages * 2):
         before, jvm_before = cpu.sample(), cpu.jvm_alone()
         started = time.perf_counter()
         query = (frame.writeStream.format("noop").trigger(availableNow=True)
@@ -223,7 +224,7 @@ def stage_runs(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
         jvm, driver, _ = (a - b for a, b in zip(cpu.sample(), before))
         jvm_alone = cpu.jvm_alone() - jvm_before
         rows = sum(p["numInputRows"] for p in query.recentProgress)
-        print(f"stage {label:<22s}: {rows:,} records in {elapsed:.2f}s = {rows / elapsed:,.0f} "
+        print(f"stage {label:<26s}: {rows:,} records in {elapsed:.2f}s = {rows / elapsed:,.0f} "
               f"records/s; CPU JVM {jvm_alone:.1f}s + Python workers {jvm - jvm_alone:.1f}s")
 
 

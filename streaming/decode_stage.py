@@ -1,4 +1,5 @@
-"""Stage 1 of the job: raw `__consumer_offsets` rows -> rows keyed by group (mapInArrow).
+"""Stage 1 of the job: raw `__consumer_offsets` rows -> rows keyed by group (in our sources' read
+tasks, or a mapInArrow after Spark's Kafka source).
 
 Records are decoded column-wise by `coordinator.batch_decode` (offset commits fully, the other
 types through their canonical dict): that finds each record's group, drops the records that do
@@ -195,3 +196,13 @@ def decode_partition_every_record(batches: Iterator[pa.RecordBatch]) -> Iterator
     """The mapInArrow function for a state stage that emits an event per offset commit."""
     for batch in batches:
         yield decode_arrow_batch(batch)
+
+
+def decoded_stream(source_df, every_record: bool = False):
+    """This stage as a mapInArrow after `source_df` (Spark's Kafka schema): rows in STAGE_DDL.
+    Superseded commits are dropped before the shuffle unless each commit is to emit an event
+    (`every_record`). groupscope's own sources run `decode_partition` in their read tasks
+    instead (streaming.sources.in_task_decode)."""
+    decode = decode_partition_every_record if every_record else decode_partition
+    # Only the columns decoding reads cross into the decode stage's Python worker.
+    return source_df.select(*DECODE_INPUT_COLUMNS).mapInArrow(decode, STAGE_DDL)

@@ -1,5 +1,5 @@
-"""The groupscope job: source -> decode (mapInArrow) -> group state (transformWithStateInPandas)
--> driver (exporter view + history sink).
+"""The groupscope job: source -> decode (in the source's read tasks, or a mapInArrow) -> group
+state (transformWithStateInPandas) -> driver (exporter view + history sink).
 
 Exactly-once where it matters: group state and the job's counters live in Spark's state store
 and advance atomically with the checkpointed source offsets; the history sink names its files
@@ -23,8 +23,7 @@ from streaming.config import Config
 from streaming.batch_timing import BatchDurations
 from streaming.checkpoint_layout import has_legacy_group_state
 from streaming.cli import UserError
-from streaming.decode_stage import (DECODE_INPUT_COLUMNS, MONITOR_KEY, SKIP_LABELS, STAGE_DDL,
-                                    decode_partition, decode_partition_every_record)
+from streaming.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
                                unique_events)
 from streaming.jvm_class_cache import with_class_cache
@@ -106,21 +105,21 @@ def state_partitions(master: str | None) -> int:
     return 1 if master == "local" else 4
 
 
-def build_pipeline(source_df, context=None):
-    """The decoded, stateful stream: rows (group, kind, payload, ts_ms)."""
+def build_pipeline(spark, config: Config, source_df=None, context=None):
+    """The decoded, stateful stream: rows (group, kind, payload, ts_ms). `source_df` (rows in
+    Spark's Kafka schema) replaces the configured source."""
     from streaming.group_processor import GroupProcessor, stateful_stage
+    from streaming.sources import build_source
 
     processor = GroupProcessor(context)
-    return stateful_stage(decoded_stream(source_df, processor.context.emit_offset_events),
-                          processor)
-
-
-def decoded_stream(source_df, every_record: bool = False):
-    """Stage 1: the source's rows decoded (STAGE_DDL). Superseded commits are dropped before
-    the shuffle unless each commit is to emit an event (`every_record`)."""
-    decode = decode_partition_every_record if every_record else decode_partition
-    # Only the columns decoding reads cross into the decode stage's Python worker.
-    return source_df.select(*DECODE_INPUT_COLUMNS).mapInArrow(decode, STAGE_DDL)
+    every_record = processor.context.emit_offset_events
+    if source_df is not None:
+        decoded = decoded_stream(source_df, every_record)
+    elif every_record:
+        decoded = decoded_stream(build_source(spark, config), every_record)
+    else:
+        decoded = build_source(spark, config, decoded=True)
+    return stateful_stage(decoded, processor)
 
 
 @dataclass
@@ -319,8 +318,6 @@ class Job:
     def start(self):
         from streaming.endoffsets import EndOffsetPoller
         from streaming.exporter import start_exporter as serve
-        from streaming.sources import build_source
-
         config = self.config
         if self.spark is None:
             self.spark = build_spark(config)
@@ -356,8 +353,7 @@ class Job:
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
         progress.refresh_target()
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval)
-        source_df = self._source_df if self._source_df is not None else build_source(self.spark, config)
-        stream = build_pipeline(source_df)
+        stream = build_pipeline(self.spark, config, self._source_df)
         trigger = {"processingTime": f"{int(config.trigger.interval * 1000)} milliseconds"}
         self.query = (stream.writeStream.foreachBatch(self.sink)
                       .option("checkpointLocation", query_checkpoint)

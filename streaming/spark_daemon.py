@@ -31,8 +31,8 @@ THREAD_FREE_ENV = {
     "JE_ARROW_MALLOC_CONF": "background_thread:false",
 }
 
-# What the job's task workers import: the source reader, the decode stage (mapInArrow) and the
-# state stage (transformWithStateInPandas). Spark's planning runners never fork from this daemon.
+# What the job's task workers import: the source reader with the decode stage it runs (or the
+# decode stage as a mapInArrow) and the state stage (transformWithStateInPandas). Spark's planning runners never fork from this daemon.
 PRELOADED = (
     "pyspark.worker",
     "numpy",
@@ -46,6 +46,7 @@ PRELOADED = (
     "streaming.decode_stage",
     "streaming.group_processor",
     "streaming.sources.kafka_stream",
+    "streaming.sources.in_task_decode",
     "streaming.sources.confluent_client",
     "streaming.sources.kafka_python_client",
 )

@@ -264,6 +264,7 @@ class KafkaDataSource(KafkaShapedSource):
     """`spark.readStream.format("groupscope-kafka")` after `register(spark)`."""
 
     format_name = FORMAT
+    reader_class = KafkaStreamReader
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(parse_options(self.options))
+        return self.reader_class(parse_options(self.options))

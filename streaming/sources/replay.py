@@ -145,11 +145,12 @@ class ReplayDataSource(KafkaShapedSource):
     """`spark.readStream.format("groupscope-replay").option("path", file)`."""
 
     format_name = FORMAT
+    reader_class = ReplayStreamReader
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         path = self.options.get("path")
         if not path:
             raise ValueError("the groupscope-replay source needs option path")
         limit = self.options.get("maxRecordsPerTrigger")
-        return ReplayStreamReader(os.path.abspath(path), int(limit) if limit else None,
+        return self.reader_class(os.path.abspath(path), int(limit) if limit else None,
                                   int(self.options.get("linesPerSplit", 100_000)))
