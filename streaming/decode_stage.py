@@ -93,14 +93,20 @@ def decoded_rows(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.RecordBatch]
     return data, monitor
 
 
-_EMPTY = pa.RecordBatch.from_pylist([], schema=STAGE_SCHEMA)
-_EMPTY_DECODED = pa.RecordBatch.from_pylist([], schema=DECODED_SCHEMA)
+def _empty(schema: pa.Schema) -> pa.RecordBatch:
+    # Not from_pylist or pa.array: they import pandas (0.3 s), and the Python processes Spark
+    # starts to plan a query import this module without needing pandas.
+    return pa.RecordBatch.from_arrays([pa.nulls(0, field.type) for field in schema], schema=schema)
+
+
+_EMPTY = _empty(STAGE_SCHEMA)
+_EMPTY_DECODED = _empty(DECODED_SCHEMA)
 
 
 def _concat(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.RecordBatch:
     batches = [b for b in batches if b.num_rows]
     if len(batches) <= 1:
-        return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=schema)
+        return batches[0] if batches else _empty(schema)
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
