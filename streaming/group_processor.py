@@ -1,5 +1,6 @@
 """Stage 2 of the job: every group's state in Spark's state store (`transformWithStateInPandas`,
-RocksDB provider), the groups spread over STATE_SHARDS state keys (streaming.shard_state).
+RocksDB provider), the groups spread over the checkpoint's number of state keys
+(streaming.shard_state).
 
 For each shard touched by a micro-batch the processor loads the shard's value, applies each
 touched group's records in `__consumer_offsets` order (partition, offset) to that group's
@@ -35,7 +36,7 @@ from coordinator.records import decode
 from coordinator.state import Context, GroupState
 from coordinator.state.reducer import apply_parts
 from streaming.decode_stage import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
-from streaming.shard_state import pack_entries, shard_column, unpack_entries
+from streaming.shard_state import STATE_SHARDS, pack_entries, shard_column, unpack_entries
 
 OUTPUT_SCHEMA = StructType([
     StructField("group", StringType()),
@@ -201,7 +202,8 @@ class _FlushingUdf(TransformWithStateInPandasUdfUtils):
         return result
 
 
-def stateful_stage(decoded: DataFrame, processor: GroupProcessor) -> DataFrame:
+def stateful_stage(decoded: DataFrame, processor: GroupProcessor,
+                   shards: int = STATE_SHARDS) -> DataFrame:
     """`decoded.groupBy(shard).transformWithStateInPandas(processor, OUTPUT_SCHEMA, "Update",
     "None")`, with the processor's held-back rows flushed at the end of each task.
 
@@ -209,7 +211,7 @@ def stateful_stage(decoded: DataFrame, processor: GroupProcessor) -> DataFrame:
     `_FlushingUdf` (pyspark is pinned, and the end-to-end tests see every row arrive).
     """
     session = decoded.sparkSession
-    decoded = decoded.withColumn("shard", shard_column(F.col("group"), MONITOR_KEY))
+    decoded = decoded.withColumn("shard", shard_column(F.col("group"), MONITOR_KEY, shards))
     udf = pandas_udf(_FlushingUdf(processor, "None").transformWithStateUDF,  # type: ignore[call-overload]
                      returnType=OUTPUT_SCHEMA,
                      functionType=PythonEvalType.SQL_TRANSFORM_WITH_STATE_PANDAS_UDF)

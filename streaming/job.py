@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 from coordinator import compact_json
 from streaming.config import Config
 from streaming.batch_timing import BatchDurations
-from streaming.checkpoint_layout import has_legacy_group_state
+from streaming.checkpoint_layout import has_legacy_group_state, state_shards
 from streaming.cli import UserError
 from streaming.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
@@ -105,9 +105,9 @@ def state_partitions(master: str | None) -> int:
     return 1 if master == "local" else 4
 
 
-def build_pipeline(spark, config: Config, source_df=None, context=None):
-    """The decoded, stateful stream: rows (group, kind, payload, ts_ms). `source_df` (rows in
-    Spark's Kafka schema) replaces the configured source."""
+def build_pipeline(spark, config: Config, shards: int, source_df=None, context=None):
+    """The decoded, stateful stream: rows (group, kind, payload, ts_ms), the groups over `shards`
+    state keys. `source_df` (rows in Spark's Kafka schema) replaces the configured source."""
     from streaming.group_processor import GroupProcessor, stateful_stage
     from streaming.sources import build_source
 
@@ -119,7 +119,7 @@ def build_pipeline(spark, config: Config, source_df=None, context=None):
         decoded = decoded_stream(build_source(spark, config), every_record)
     else:
         decoded = build_source(spark, config, decoded=True)
-    return stateful_stage(decoded, processor)
+    return stateful_stage(decoded, processor, shards)
 
 
 @dataclass
@@ -318,6 +318,8 @@ class Job:
     def start(self):
         from streaming.endoffsets import EndOffsetPoller
         from streaming.exporter import start_exporter as serve
+        from streaming.shard_state import STATE_SHARDS
+
         config = self.config
         if self.spark is None:
             self.spark = build_spark(config)
@@ -328,6 +330,10 @@ class Job:
                 "groupscope did before state shards; this version would start every group from "
                 "empty. Use a new checkpoint.path (or delete this one): the state is rebuilt "
                 "from __consumer_offsets")
+        try:
+            shards = state_shards(self.spark, config.checkpoint.path, STATE_SHARDS)
+        except ValueError as exc:
+            raise UserError(f"checkpoint.path: {exc}") from None
         if self._offsets_client_factory is None and config.source.type in ("kafka-python", "kafka"):
             self._offsets_client_factory = offsets_client_factory(config)
         if self._progress_target is None and config.source.type in ("kafka-python", "kafka"):
@@ -353,7 +359,7 @@ class Job:
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
         progress.refresh_target()
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval)
-        stream = build_pipeline(self.spark, config, self._source_df)
+        stream = build_pipeline(self.spark, config, shards, self._source_df)
         trigger = {"processingTime": f"{int(config.trigger.interval * 1000)} milliseconds"}
         self.query = (stream.writeStream.foreachBatch(self.sink)
                       .option("checkpointLocation", query_checkpoint)

@@ -1,10 +1,11 @@
 """The value the state stage keeps per state key: every group of one shard, each group's
 `GroupState` bytes under its id.
 
-Groups are spread over `STATE_SHARDS` state keys by a hash of the group id (`shard_column`), so
-a micro-batch pays Spark's fixed per-key cost (a pandas frame, state-server round trips) once per
-shard it touches rather than once per group. Only the touched groups are decoded and encoded
-again; the others are carried through as bytes.
+Groups are spread over a checkpoint's number of state keys (STATE_SHARDS for a new one;
+streaming.checkpoint_layout) by a hash of the group id (`shard_column`), so a micro-batch pays
+Spark's fixed per-key cost (a pandas frame, state-server round trips) once per shard it touches
+rather than once per group. Only the touched groups are decoded and encoded again; the others
+are carried through as bytes.
 
 Layout: entry count, then per entry the UTF-8 group id and the state bytes, each preceded by its
 length (big-endian unsigned 32-bit integers). Plain framing rather than pickle, so that reading a
@@ -17,9 +18,10 @@ import struct
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-# State keys the groups are spread over. A checkpoint keeps the number it started with: changing
-# it would move groups to other keys, so it is not a setting.
-STATE_SHARDS = 64
+# State keys the groups of a new checkpoint are spread over. A checkpoint keeps the number it
+# started with (streaming.checkpoint_layout). Fewer keys cost less per micro-batch (Spark's
+# per-key cost is paid for every touched key), more keys rewrite less when few groups change.
+STATE_SHARDS = 16
 # The shard of the monitor's counters (never a hash bucket).
 MONITOR_SHARD = -1
 
@@ -61,8 +63,8 @@ def unpack_entries(data: bytes) -> dict[str, bytes]:
     return entries
 
 
-def shard_column(group: Column, monitor_key: str) -> Column:
-    """The state key of each row: a Murmur3 bucket of the group id (stable across Spark
-    versions and restarts), or MONITOR_SHARD for the monitor's rows."""
+def shard_column(group: Column, monitor_key: str, shards: int) -> Column:
+    """The state key of each row: one of `shards` Murmur3 buckets of the group id (stable
+    across Spark versions and restarts), or MONITOR_SHARD for the monitor's rows."""
     return (F.when(group == F.lit(monitor_key), F.lit(MONITOR_SHARD))
-            .otherwise(F.pmod(F.hash(group), F.lit(STATE_SHARDS))))
+            .otherwise(F.pmod(F.hash(group), F.lit(shards))))

@@ -1,13 +1,18 @@
 """Progress on `__consumer_offsets`: lag per partition, the backlog seen at start, readiness;
-and the number of state partitions the job starts with."""
+the number of state partitions the job starts with, and the checkpoint's number of shards."""
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
-from job_support import mixed_timeline, replay_config, timeline_lines, write_capture
+from job_support import (mixed_timeline, reference_groups, replay_config, timeline_lines,
+                         write_capture)
+from streaming import shard_state
+from streaming.checkpoint_layout import LEGACY_STATE_SHARDS, STATE_LAYOUT_FILE, state_shards
 from streaming.cli import UserError
+from streaming.history import read_history
 from streaming.job import Job, OffsetsTopicProgress, state_partitions
 
 
@@ -105,3 +110,52 @@ def test_a_checkpoint_with_one_state_key_per_group_is_refused_in_one_line(spark,
             job.stop()
     assert os.listdir(current / "checkpoint" / "query" / "state" / "0" / "_stateSchema" / "default")
     assert "orders-app" in job.view.groups
+
+
+def test_state_shards_are_the_checkpoints_own(spark, tmp_path):
+    fresh = str(tmp_path / "fresh")
+    assert state_shards(spark, fresh, 16) == 16
+    assert json.loads((tmp_path / "fresh" / STATE_LAYOUT_FILE).read_text()) == {"state_shards": 16}
+    assert state_shards(spark, fresh, 8) == 16  # recorded: a new default does not move groups
+
+    # Group state but no record: written before the record existed, with 64 shards.
+    (tmp_path / "older" / "query" / "state" / "0").mkdir(parents=True)
+    assert state_shards(spark, str(tmp_path / "older"), 16) == LEGACY_STATE_SHARDS == 64
+    assert state_shards(spark, str(tmp_path / "older"), 16) == 64
+
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / STATE_LAYOUT_FILE).write_text('{"state_shards": "many"}')
+    with pytest.raises(ValueError, match=STATE_LAYOUT_FILE):
+        state_shards(spark, str(tmp_path / "broken"), 16)
+
+
+def test_a_restart_keeps_the_shard_count_the_checkpoint_started_with(spark, tmp_path, monkeypatch):
+    """A checkpoint started by a version with another number of shards: read with today's
+    number, every group that hashes to another shard would start from empty."""
+    tl = mixed_timeline()
+    lines = timeline_lines(tl)
+    capture = str(tmp_path / "capture.jsonl")
+    half = len(lines) // 2
+    write_capture(capture, lines[:half])
+
+    def run():
+        job = Job(replay_config(tmp_path, capture), spark=spark, start_exporter=False,
+                  start_poller=False)
+        try:
+            job.start().processAllAvailable()
+        finally:
+            job.stop()
+        return job
+
+    monkeypatch.setattr(shard_state, "STATE_SHARDS", 5)
+    run()
+    monkeypatch.undo()
+    with open(capture, "a", encoding="utf-8") as fh:
+        fh.writelines(line + "\n" for line in lines[half:])
+    job = run()
+    assert json.loads((tmp_path / "checkpoint" / STATE_LAYOUT_FILE).read_text()) == {
+        "state_shards": 5}
+    # Each group's last snapshot is exactly what the pure reducer makes of the whole timeline.
+    last = {r["group"]: r["payload"] for r in read_history(str(tmp_path / "history"), "snapshots")}
+    expected = reference_groups(tl)
+    assert {name: last[name] for name in expected} == expected
