@@ -82,6 +82,18 @@ def test_state_partitions_follow_the_local_cores():
     assert state_partitions(None) == 4
 
 
+def _replay_to_end(spark, work_dir, capture: str) -> Job:
+    """A job over `capture` with its checkpoint and history under `work_dir`, run until it has
+    read all of it, then stopped."""
+    job = Job(replay_config(work_dir, capture), spark=spark, start_exporter=False,
+              start_poller=False)
+    try:
+        job.start().processAllAvailable()
+    finally:
+        job.stop()
+    return job
+
+
 def test_a_checkpoint_with_one_state_key_per_group_is_refused_in_one_line(spark, tmp_path):
     """The layout before state shards: Spark would accept it and start every group empty."""
     legacy = tmp_path / "legacy"
@@ -102,12 +114,7 @@ def test_a_checkpoint_with_one_state_key_per_group_is_refused_in_one_line(spark,
     # A checkpoint this version wrote starts again.
     current = tmp_path / "current"
     for _ in range(2):
-        job = Job(replay_config(current, capture), spark=spark, start_exporter=False,
-                  start_poller=False)
-        try:
-            job.start().processAllAvailable()
-        finally:
-            job.stop()
+        job = _replay_to_end(spark, current, capture)
     assert os.listdir(current / "checkpoint" / "query" / "state" / "0" / "_stateSchema" / "default")
     assert "orders-app" in job.view.groups
 
@@ -138,21 +145,12 @@ def test_a_restart_keeps_the_shard_count_the_checkpoint_started_with(spark, tmp_
     half = len(lines) // 2
     write_capture(capture, lines[:half])
 
-    def run():
-        job = Job(replay_config(tmp_path, capture), spark=spark, start_exporter=False,
-                  start_poller=False)
-        try:
-            job.start().processAllAvailable()
-        finally:
-            job.stop()
-        return job
-
     monkeypatch.setattr(shard_state, "STATE_SHARDS", 5)
-    run()
+    _replay_to_end(spark, tmp_path, capture)
     monkeypatch.undo()
     with open(capture, "a", encoding="utf-8") as fh:
         fh.writelines(line + "\n" for line in lines[half:])
-    job = run()
+    _replay_to_end(spark, tmp_path, capture)
     assert json.loads((tmp_path / "checkpoint" / STATE_LAYOUT_FILE).read_text()) == {
         "state_shards": 5}
     # Each group's last snapshot is exactly what the pure reducer makes of the whole timeline.
