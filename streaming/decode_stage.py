@@ -9,9 +9,9 @@ position and the record's raw key and value, which the state stage decodes again
 records that reach it. Narrow because Spark's transformWithStateInPandas worker builds a pandas
 frame per state key, at a cost that grows with the number of columns.
 
-Counters travel as extra rows under `MONITOR_KEY` (what is counted in `key`, the count in
-`value`, as text), so the state stage keeps them in Spark's state store next to the groups,
-where a replayed micro-batch cannot count them twice.
+Counters travel as extra rows under `MONITOR_KEY` (streaming.monitor_rows), so the state stage
+keeps them in Spark's state store next to the groups, where a replayed micro-batch cannot count
+them twice.
 """
 from __future__ import annotations
 
@@ -23,15 +23,8 @@ import pyarrow.compute as pc
 
 from coordinator.batch_decode import decode_batch
 from streaming.commit_compaction import superseded_commits_dropped
+from streaming.monitor_rows import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
 
-# Never a Kafka group id: group ids are Java strings written as UTF-8 and a NUL-led id is not
-# something any client produces.
-MONITOR_KEY = "\u0000groupscope-monitor"
-
-# Monitor rows carry what is counted in `key` and the count in `value` (UTF-8 text).
-COUNT_RECORDS = "records:"      # + type_name: records decoded
-COUNT_SKIPPED = "skipped:"      # + reason: records skipped
-PROGRESS = "progress"           # o_partition / o_offset: highest offset read per partition
 
 # The source columns the stage reads (of Spark's Kafka schema).
 DECODE_INPUT_COLUMNS = ("key", "value", "partition", "offset", "timestamp")
