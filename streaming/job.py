@@ -114,12 +114,11 @@ def build_pipeline(spark, config: Config, shards: int, source_df=None, context=N
 
     processor = GroupProcessor(context)
     every_record = processor.context.emit_offset_events
-    if source_df is not None:
-        decoded = decoded_stream(source_df, every_record)
-    elif every_record:
-        decoded = decoded_stream(build_source(spark, config), every_record)
-    else:
+    if source_df is None and not every_record:
         decoded = build_source(spark, config, decoded=True)
+    else:
+        raw = source_df if source_df is not None else build_source(spark, config)
+        decoded = decoded_stream(raw, every_record)
     return stateful_stage(decoded, processor, shards)
 
 

@@ -11,7 +11,8 @@ from broker import create_topic, produce_raw
 from coordinator.records import decode, encode
 from job_support import bad_records, mixed_timeline, replay_config, timeline_lines, write_capture
 from streaming.config import load_config
-from streaming.decode_stage import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, decoded_stream
+from streaming.decode_stage import decoded_stream
+from streaming.monitor_rows import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
 from streaming.sources import build_source
 
 MAX_RECORDS = 20
@@ -36,7 +37,7 @@ def _run(frame, checkpoint) -> tuple[list[list[tuple]], int]:
 def _counts(batches: list[list[tuple]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for row in (r for b in batches for r in b):
-        if row[0] == MONITOR_KEY and not row[4].startswith(b"progress"):
+        if row[0] == MONITOR_KEY and row[4] != PROGRESS.encode():
             label = row[4].decode()
             counts[label] = counts.get(label, 0) + int(row[5])
     return counts
@@ -47,7 +48,7 @@ def _batch_summary(batch: list[tuple]) -> tuple:
     counts are split over monitor rows follows Spark's Arrow batches and may differ."""
     progress: dict[int, int] = {}
     for row in batch:
-        if row[0] == MONITOR_KEY and row[4] == b"progress":
+        if row[0] == MONITOR_KEY and row[4] == PROGRESS.encode():
             progress[row[1]] = max(row[2], progress.get(row[1], -1))
     return [r for r in batch if r[0] != MONITOR_KEY], _counts([batch]), progress
 
