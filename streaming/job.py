@@ -27,6 +27,7 @@ from streaming.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
                                unique_events)
 from streaming.jvm_class_cache import with_class_cache
+from streaming.jvm_jit import with_quick_jit
 from streaming.monitoring import (exporter_settings, offsets_client_factory, poller_settings,
                                   view_settings)
 from streaming.view import MonitorView
@@ -79,8 +80,8 @@ def build_spark(config: Config):
     user_conf = dict(config.spark.conf)
     if local:
         # This process launches the driver JVM: it can map the classes an earlier run loaded
-        # (streaming/jvm_class_cache.py).
-        user_conf = with_class_cache(user_conf)
+        # (streaming/jvm_class_cache.py) and keep to the quick JIT (streaming/jvm_jit.py).
+        user_conf = with_class_cache(with_quick_jit(user_conf))
     builder = SparkSession.builder.appName(config.spark.app_name)
     for key, value in job_spark_conf(config.spark.master).items():
         builder = builder.config(key, value)
