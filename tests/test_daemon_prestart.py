@@ -1,0 +1,48 @@
+"""One Python worker daemon serves the whole job, and the job starts it early."""
+from __future__ import annotations
+
+import os
+
+from job_support import mixed_timeline, replay_config, timeline_lines, write_capture
+from streaming.daemon_prestart import run_python_task, start_worker_daemon
+from streaming.job import Job
+
+
+def _worker_daemons(spark) -> set[int]:
+    """The JVM's child processes that run groupscope's worker daemon."""
+    jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    daemons = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                command = fh.read().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+        if parent == jvm and "-m streaming.spark_daemon" in command:
+            daemons.add(int(entry))
+    return daemons
+
+
+def test_the_early_start_the_read_tasks_and_the_state_stage_share_one_daemon(spark, tmp_path):
+    early = run_python_task(spark)
+    capture = write_capture(str(tmp_path / "capture.jsonl"), timeline_lines(mixed_timeline()))
+    job = Job(replay_config(tmp_path, capture), spark=spark, start_exporter=False,
+              start_poller=False)
+    try:
+        job.start().processAllAvailable()
+    finally:
+        job.stop()
+    assert job.query.exception() is None
+    assert "orders-app" in job.view.groups  # both stages ran
+    assert _worker_daemons(spark) == {early}
+
+
+def test_the_daemon_is_started_once_per_application(spark):
+    first = start_worker_daemon(spark)
+    if first is not None:  # no Job has started in this test session yet
+        first.join(120)
+    assert start_worker_daemon(spark) is None
