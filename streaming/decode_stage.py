@@ -24,20 +24,11 @@ import pyarrow.compute as pc
 from coordinator.batch_decode import decode_batch
 from streaming.commit_compaction import superseded_commits_dropped
 from streaming.monitor_rows import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
+from streaming.stage_schema import STAGE_DDL, STAGE_SCHEMA
 
 
 # The source columns the stage reads (of Spark's Kafka schema).
 DECODE_INPUT_COLUMNS = ("key", "value", "partition", "offset", "timestamp")
-
-# What the stage hands on.
-STAGE_SCHEMA = pa.schema([
-    ("group", pa.string()),
-    ("o_partition", pa.int32()), ("o_offset", pa.int64()), ("ts_ms", pa.int64()),
-    ("key", pa.binary()), ("value", pa.binary()),
-])
-
-STAGE_DDL = ", ".join(f"`{f.name}` {ddl}" for f, ddl in zip(STAGE_SCHEMA, [
-    "string", "int", "bigint", "bigint", "binary", "binary"]))
 
 # The decoded rows inside the stage: what finding groups and compaction need.
 DECODED_SCHEMA = pa.schema([

@@ -9,11 +9,14 @@ import subprocess
 import sys
 
 HEAVY = ("pandas", "numpy", "pyarrow")
+# What only the read tasks need: the decoder and the compute kernels it runs on.
+DECODING = ("pyarrow.compute", "streaming.decode_stage", "coordinator.batch_decode",
+            "coordinator.records")
 
 
-def _loaded_after(module: str) -> dict[str, bool]:
+def _loaded_after(module: str, names=HEAVY) -> dict[str, bool]:
     probe = (f"import sys, json, {module}; "
-             f"print(json.dumps({{name: name in sys.modules for name in {list(HEAVY)!r}}}))")
+             f"print(json.dumps({{name: name in sys.modules for name in {list(names)!r}}}))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -23,6 +26,9 @@ def test_the_state_processor_loads_without_pandas_numpy_or_pyarrow():
     assert _loaded_after("streaming.group_processor") == {name: False for name in HEAVY}
 
 
-def test_the_sources_load_without_pandas():
-    # Reading and decoding need pyarrow and numpy; pandas only the task workers have.
-    assert _loaded_after("streaming.sources.in_task_decode")["pandas"] is False
+def test_the_sources_load_without_pandas_or_the_decoder():
+    # Their schemas need pyarrow (which loads numpy); pandas and the decoder only the task
+    # workers have.
+    for module in ("streaming.sources", "streaming.sources.in_task_decode"):
+        assert _loaded_after(module)["pandas"] is False
+        assert _loaded_after(module, DECODING) == {name: False for name in DECODING}

@@ -13,7 +13,6 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from streaming.cli import UserError
-from streaming.decode_stage import decoded_stream
 from streaming.sources.builtin_kafka import builtin_kafka_stream
 from streaming.sources.in_task_decode import DECODED_FORMATS
 from streaming.sources.kafka_options import parse_options, spark_kafka_options
@@ -84,4 +83,8 @@ def build_source(spark: SparkSession, config, decoded: bool = False) -> DataFram
     if decoded and builder in DECODING_BUILDERS:
         return builder(spark, config.source, decoded=True)
     frame = builder(spark, config.source)
-    return decoded_stream(frame) if decoded else frame
+    if not decoded:
+        return frame
+    from streaming.decode_stage import decoded_stream  # numpy and the decoder: only here
+
+    return decoded_stream(frame)

@@ -19,7 +19,7 @@ from typing import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from streaming.decode_stage import STAGE_DDL, decode_partition
+from streaming.stage_schema import STAGE_DDL
 from streaming.sources.kafka_stream import FORMAT as KAFKA_FORMAT, KafkaDataSource, KafkaStreamReader
 from streaming.sources.replay import FORMAT as REPLAY_FORMAT, ReplayDataSource, ReplayStreamReader
 
@@ -30,6 +30,10 @@ class _DecodesInTask:
     """Mixed into a stream reader: `read` yields the decode stage's rows of what it read."""
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        # Imported here: the read tasks' workers have it preloaded (streaming.spark_daemon),
+        # while Spark's planning processes, which import this module too, never decode.
+        from streaming.decode_stage import decode_partition
+
         return decode_partition(super().read(partition))
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField,
                                StructType, TimestampType)
@@ -51,6 +50,8 @@ def record_batch(topic: str, partition: Sequence[int] | int, keys: Sequence[byte
                  ) -> pa.RecordBatch:
     """Records as a batch in the Kafka schema. `partition` and `timestamp_type` are one value for
     all rows or one per row; timestamps are epoch milliseconds."""
+    import pyarrow.compute as pc  # not at import: Spark's planning processes import this module
+
     count = len(offsets)
     millis = pa.array(timestamps_ms, pa.int64())
     return pa.RecordBatch.from_arrays([
