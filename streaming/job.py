@@ -330,7 +330,6 @@ class Job:
         config = self.config
         if self.spark is None:
             self.spark = build_spark(config)
-        start_worker_daemon(self.spark)  # in the background, while the query is planned
         query_checkpoint = os.path.join(config.checkpoint.path, "query")
         if has_legacy_group_state(self.spark, query_checkpoint):
             raise UserError(
@@ -368,6 +367,7 @@ class Job:
         progress.refresh_target()
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval)
         stream = build_pipeline(self.spark, config, shards, self._source_df)
+        start_worker_daemon(self.spark)  # in the background, while the query is planned
         trigger = {"processingTime": f"{int(config.trigger.interval * 1000)} milliseconds"}
         self.query = (stream.writeStream.foreachBatch(self.sink)
                       .option("checkpointLocation", query_checkpoint)
