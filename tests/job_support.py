@@ -100,5 +100,19 @@ def replay_config(tmp_path, capture: str, **extra: str):
     return load_config(None, env=env)
 
 
+def replay_to_end(spark, work_dir, capture: str):
+    """A job over `capture` with its checkpoint and history under `work_dir`, run until it has
+    read all of it, then stopped."""
+    from streaming.job import Job
+
+    job = Job(replay_config(work_dir, capture), spark=spark, start_exporter=False,
+              start_poller=False)
+    try:
+        job.start().processAllAvailable()
+    finally:
+        job.stop()
+    return job
+
+
 __all__ = ["Context", "T0", "bad_records", "mixed_timeline", "reference_groups", "replay_config",
-           "timeline_lines", "write_capture"]
+           "replay_to_end", "timeline_lines", "write_capture"]

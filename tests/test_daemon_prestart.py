@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import os
 
-from job_support import mixed_timeline, replay_config, timeline_lines, write_capture
+from job_support import mixed_timeline, replay_to_end, timeline_lines, write_capture
 from streaming.daemon_prestart import run_python_task, start_worker_daemon
-from streaming.job import Job
 
 
 def _worker_daemons(spark) -> set[int]:
@@ -30,12 +29,7 @@ def _worker_daemons(spark) -> set[int]:
 def test_the_early_start_the_read_tasks_and_the_state_stage_share_one_daemon(spark, tmp_path):
     early = run_python_task(spark)
     capture = write_capture(str(tmp_path / "capture.jsonl"), timeline_lines(mixed_timeline()))
-    job = Job(replay_config(tmp_path, capture), spark=spark, start_exporter=False,
-              start_poller=False)
-    try:
-        job.start().processAllAvailable()
-    finally:
-        job.stop()
+    job = replay_to_end(spark, tmp_path, capture)
     assert job.query.exception() is None
     assert "orders-app" in job.view.groups  # both stages ran
     assert _worker_daemons(spark) == {early}

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from job_support import (mixed_timeline, reference_groups, replay_config, timeline_lines,
-                         write_capture)
+from job_support import (mixed_timeline, reference_groups, replay_config, replay_to_end,
+                         timeline_lines, write_capture)
 from streaming import shard_state
 from streaming.checkpoint_layout import LEGACY_STATE_SHARDS, STATE_LAYOUT_FILE, state_shards
 from streaming.cli import UserError
@@ -82,18 +82,6 @@ def test_state_partitions_follow_the_local_cores():
     assert state_partitions(None) == 4
 
 
-def _replay_to_end(spark, work_dir, capture: str) -> Job:
-    """A job over `capture` with its checkpoint and history under `work_dir`, run until it has
-    read all of it, then stopped."""
-    job = Job(replay_config(work_dir, capture), spark=spark, start_exporter=False,
-              start_poller=False)
-    try:
-        job.start().processAllAvailable()
-    finally:
-        job.stop()
-    return job
-
-
 def test_a_checkpoint_with_one_state_key_per_group_is_refused_in_one_line(spark, tmp_path):
     """The layout before state shards: Spark would accept it and start every group empty."""
     legacy = tmp_path / "legacy"
@@ -114,7 +102,7 @@ def test_a_checkpoint_with_one_state_key_per_group_is_refused_in_one_line(spark,
     # A checkpoint this version wrote starts again.
     current = tmp_path / "current"
     for _ in range(2):
-        job = _replay_to_end(spark, current, capture)
+        job = replay_to_end(spark, current, capture)
     assert os.listdir(current / "checkpoint" / "query" / "state" / "0" / "_stateSchema" / "default")
     assert "orders-app" in job.view.groups
 
@@ -146,11 +134,11 @@ def test_a_restart_keeps_the_shard_count_the_checkpoint_started_with(spark, tmp_
     write_capture(capture, lines[:half])
 
     monkeypatch.setattr(shard_state, "STATE_SHARDS", 5)
-    _replay_to_end(spark, tmp_path, capture)
+    replay_to_end(spark, tmp_path, capture)
     monkeypatch.undo()
     with open(capture, "a", encoding="utf-8") as fh:
         fh.writelines(line + "\n" for line in lines[half:])
-    _replay_to_end(spark, tmp_path, capture)
+    replay_to_end(spark, tmp_path, capture)
     assert json.loads((tmp_path / "checkpoint" / STATE_LAYOUT_FILE).read_text()) == {
         "state_shards": 5}
     # Each group's last snapshot is exactly what the pure reducer makes of the whole timeline.
