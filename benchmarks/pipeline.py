@@ -15,9 +15,9 @@ consumers commit (one request per group and round). Then:
   (each group commits all its partitions in one request, groups spread evenly over the period);
   the latency of a commit is the moment its offset reaches the view minus its commit timestamp.
   It runs on a broker of its own (`--latency-broker`), measured after `--settle` seconds of load
-  (default 60: the steady state; the driver JVM's JIT compiles for the first minute or two of a
-  new session, half the JVM's CPU). The median of each 10 s of the measured load is printed too,
-  so a job still warming up shows; `--settle 5` measures a new session's first minute.
+  (default 60: the steady state, after the driver JVM's JIT has compiled what the job runs). The
+  median of each 10 s of the measured load is printed too, so a job still warming up shows;
+  `--settle 5` measures a new session's first minute.
 
 Usage: python benchmarks/pipeline.py [--records N] [--groups N] [--client confluent|kafka-python]
        [--runs N] [--latency-seconds S] [--settle S] [--rate R] [--trigger S]
