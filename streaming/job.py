@@ -9,12 +9,14 @@ when the job starts.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import re
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -179,6 +181,22 @@ class OffsetsTopicProgress:
         return all(self.read.get(p, -1) + 1 >= end for p, end in self.start_ends.items() if end > 0)
 
 
+@contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off for the duration. A catch-up batch adds hundreds of
+    thousands of long-lived objects to the view (a partition's record, its window and labels)
+    and no garbage cycles; with the collector on, the older generations are scanned over and
+    over while they grow (2,000 new groups and 50,000 partitions: 0.57 s with it, 0.32 s
+    without). Counting resumes afterwards as usual."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class BatchSink:
     """foreachBatch: hands the stateful stage's output to the view and the history."""
 
@@ -195,8 +213,9 @@ class BatchSink:
     def __call__(self, batch_df, batch_id: int) -> None:
         # Through Arrow, column by column: cheaper than one Row object per output row.
         table = batch_df.toArrow()
-        self.handle_rows(zip(*(table.column(name).to_pylist()
-                               for name in ("group", "kind", "payload", "ts_ms"))), batch_id)
+        with collector_paused():
+            self.handle_rows(zip(*(table.column(name).to_pylist()
+                                   for name in ("group", "kind", "payload", "ts_ms"))), batch_id)
         self.batches += 1
 
     def handle_rows(self, rows, batch_id: int) -> None:
