@@ -9,14 +9,12 @@ when the job starts.
 """
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import re
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -26,6 +24,7 @@ from streaming.batch_timing import BatchDurations
 from streaming.checkpoint_layout import has_legacy_group_state, state_shards
 from streaming.cli import UserError
 from streaming.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
+from streaming.gc_pause import collector_paused
 from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
                                unique_events)
 from streaming.jvm_class_cache import with_class_cache
@@ -181,22 +180,6 @@ class OffsetsTopicProgress:
         return all(self.read.get(p, -1) + 1 >= end for p, end in self.start_ends.items() if end > 0)
 
 
-@contextmanager
-def collector_paused():
-    """Python's cyclic garbage collector off for the duration. A catch-up batch adds hundreds of
-    thousands of long-lived objects to the view (a partition's record, its window and labels)
-    and no garbage cycles; with the collector on, the older generations are scanned over and
-    over while they grow (2,000 new groups and 50,000 partitions: 0.57 s with it, 0.32 s
-    without). Counting resumes afterwards as usual."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 class BatchSink:
     """foreachBatch: hands the stateful stage's output to the view and the history."""
 
@@ -213,7 +196,7 @@ class BatchSink:
     def __call__(self, batch_df, batch_id: int) -> None:
         # Through Arrow, column by column: cheaper than one Row object per output row.
         table = batch_df.toArrow()
-        with collector_paused():
+        with collector_paused():  # a catch-up batch adds 10^5 long-lived objects to the view
             self.handle_rows(zip(*(table.column(name).to_pylist()
                                    for name in ("group", "kind", "payload", "ts_ms"))), batch_id)
         self.batches += 1

@@ -90,3 +90,31 @@ def test_kafka_source_decodes_in_its_tasks(spark, broker, tmp_path, client):
            "GROUPSCOPE_SOURCE__TOPIC": topic, "GROUPSCOPE_SOURCE__CLIENT": client}
     batches = _same_as_mapinarrow(spark, load_config(None, env=env), tmp_path, len(records))
     assert sum(_counts(batches).values()) == len(records)
+
+
+def test_a_read_task_reads_and_decodes_without_a_garbage_collection(tmp_path):
+    # A few objects per record read, none in cycles: the collector would scan them over and
+    # over (streaming.gc_pause). The task's rows are the same either way.
+    import gc
+
+    from streaming.sources.in_task_decode import DecodedReplayStreamReader
+
+    lines = timeline_lines(mixed_timeline(), bad_records()) * 20
+    capture = write_capture(str(tmp_path / "capture.jsonl"), lines)
+    reader = DecodedReplayStreamReader(capture, None, 100_000)
+    (split,) = reader.partitions({"line": 0}, {"line": len(lines)})
+    collections: list[int] = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        batches = list(reader.read(split))
+    finally:
+        gc.callbacks.remove(count)
+    assert len(collections) <= 1  # at most one, as the collector is turned back on
+    assert gc.isenabled()
+    groups = {g for b in batches for g in b.column("group").to_pylist() if g != MONITOR_KEY}
+    assert {"orders-app", "payments"} <= groups

@@ -19,6 +19,7 @@ from typing import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
+from streaming.gc_pause import collector_paused
 from streaming.stage_schema import STAGE_DDL
 from streaming.sources.kafka_stream import FORMAT as KAFKA_FORMAT, KafkaDataSource, KafkaStreamReader
 from streaming.sources.replay import FORMAT as REPLAY_FORMAT, ReplayDataSource, ReplayStreamReader
@@ -34,7 +35,8 @@ class _DecodesInTask:
         # while Spark's planning processes, which import this module too, never decode.
         from streaming.decode_stage import decode_partition
 
-        return decode_partition(super().read(partition))
+        with collector_paused():  # a few objects per record read, none in cycles
+            yield from decode_partition(super().read(partition))
 
 
 class DecodedKafkaStreamReader(_DecodesInTask, KafkaStreamReader):
