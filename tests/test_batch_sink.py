@@ -6,8 +6,10 @@ reader takes the view's lock, it sees the batch whole or not at all.
 """
 from __future__ import annotations
 
+import gc
 import threading
 
+from collector_probe import garbage_collections
 from coordinator import compact_json
 from coordinator.state.reducer import apply_to_group
 from state_timeline import offset_commit
@@ -74,8 +76,6 @@ class _Frame:
 def test_a_batch_reaches_the_view_without_a_garbage_collection():
     # Every new partition leaves long-lived objects behind; the collector would otherwise scan
     # the growing older generations again and again within one batch.
-    import gc
-
     rows = []
     for g in range(200):
         state = None
@@ -86,17 +86,8 @@ def test_a_batch_reaches_the_view_without_a_garbage_collection():
     frame = _Frame(rows)
     view = MonitorView()
     sink = BatchSink(view, None, OffsetsTopicProgress(None), snapshot_interval_s=60.0)
-    collections: list[int] = []
-
-    def count(phase: str, info: dict) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
-
-    gc.callbacks.append(count)
-    try:
+    with garbage_collections() as collections:
         sink(frame, 0)
-    finally:
-        gc.callbacks.remove(count)
     assert len(collections) <= 1  # at most one, as the collector is turned back on
     assert gc.isenabled()
     assert len(view.groups) == 200 and view.groups["g7"].partitions[("orders", 24)].offset == 124

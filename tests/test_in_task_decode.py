@@ -2,12 +2,14 @@
 gives, and Spark receives only what survives decoding."""
 from __future__ import annotations
 
+import gc
 import uuid
 from collections import Counter
 
 import pytest
 
 from broker import create_topic, produce_raw
+from collector_probe import garbage_collections
 from coordinator.records import decode, encode
 from job_support import bad_records, mixed_timeline, replay_config, timeline_lines, write_capture
 from streaming.config import load_config
@@ -94,26 +96,16 @@ def test_kafka_source_decodes_in_its_tasks(spark, broker, tmp_path, client):
 
 def test_a_read_task_reads_and_decodes_without_a_garbage_collection(tmp_path):
     # A few objects per record read, none in cycles: the collector would scan them over and
-    # over (streaming.gc_pause). The task's rows are the same either way.
-    import gc
-
+    # over (streaming.gc_pause). The rows themselves are checked against the mapInArrow stage
+    # by the tests above.
     from streaming.sources.in_task_decode import DecodedReplayStreamReader
 
     lines = timeline_lines(mixed_timeline(), bad_records()) * 20
     capture = write_capture(str(tmp_path / "capture.jsonl"), lines)
     reader = DecodedReplayStreamReader(capture, None, 100_000)
     (split,) = reader.partitions({"line": 0}, {"line": len(lines)})
-    collections: list[int] = []
-
-    def count(phase: str, info: dict) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
-
-    gc.callbacks.append(count)
-    try:
+    with garbage_collections() as collections:
         batches = list(reader.read(split))
-    finally:
-        gc.callbacks.remove(count)
     assert len(collections) <= 1  # at most one, as the collector is turned back on
     assert gc.isenabled()
     groups = {g for b in batches for g in b.column("group").to_pylist() if g != MONITOR_KEY}
