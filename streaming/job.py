@@ -66,8 +66,8 @@ def job_spark_conf(master: str | None) -> dict[str, str]:
         "spark.python.authenticate.socketTimeout": "120s",
         # With simplified tracebacks the state stage's workers get an environment variable the
         # read tasks' workers do not, and Spark starts a daemon per worker environment: a
-        # second daemon, another 1.2 s of imports in the first query and 100 MB held after it
-        # (streaming/daemon_prestart.py).
+        # second daemon, another 1.2 s of imports in the first query and a 180 MB process kept
+        # after it (streaming/daemon_prestart.py).
         "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
     }
 
