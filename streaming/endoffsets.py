@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Protocol
 
+from streaming.gc_pause import collector_paused
 from streaming.view import MonitorView, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,9 @@ class EndOffsetPoller:
             wanted = self._existing(wanted_all)
             ends = client.end_offsets(wanted)
             starts = client.start_offsets(wanted)
-            self.view.update_end_offsets(ends, starts, self._clock(), time.monotonic() - started)
+            with collector_paused():  # new samples for every partition, no cycles
+                self.view.update_end_offsets(ends, starts, self._clock(),
+                                             time.monotonic() - started)
             ok = True
         except Exception as exc:
             log.warning("end-offset poll failed, keeping the previous values: %s", exc)

@@ -19,6 +19,7 @@ import threading
 
 from streaming.exposition import Family, LabelCache, render_header, render_samples
 from streaming.families import Evaluator, Sink, family_specs
+from streaming.gc_pause import collector_paused
 from streaming.view import MonitorView
 
 
@@ -41,6 +42,7 @@ class MetricsCache:
         # view's lock only a few groups at a time, so the job's updates are not held up by it.
         self._lock = threading.RLock()
 
+    @collector_paused()  # it builds a lot and keeps it: see streaming.gc_pause
     def refresh(self) -> None:
         """Re-evaluate lag figures of every group (and everything if metadata changed)."""
         view = self.view

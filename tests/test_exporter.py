@@ -2,6 +2,7 @@
 an ephemeral 127.0.0.1 port, parse with prometheus_client.parser and check exact values."""
 from __future__ import annotations
 
+import gc
 import math
 import urllib.error
 import urllib.request
@@ -16,6 +17,7 @@ from streaming.exposition import render_text
 from streaming.families import build_families
 from streaming.metrics_cache import MetricsCache
 from streaming.view import MonitorView, ViewSettings
+from collector_probe import garbage_collections
 from scrape_support import parse, scrape
 
 T0 = 1_700_000_000.0
@@ -492,3 +494,25 @@ def test_exposition_matches_the_metric_list_dashboards_use(served, clock):
     assert set(seen) == set(expected)
     for name, label_sets in seen.items():
         assert label_sets == {expected[name]}, name
+
+
+def test_a_refresh_runs_without_a_garbage_collection(clock):
+    # It builds every group's figures and keeps them, no cycles among them (streaming.gc_pause).
+    view = make_view(clock)
+    view.update_topic_metadata({}, {"orders": 50})
+    view.update_groups([snapshot(f"g{g}", [], [("orders", p, 100 + p, T0 - 30) for p in range(50)])
+                        for g in range(100)])
+    view.update_end_offsets({("orders", p): 400 for p in range(50)}, {}, T0 - 5, 0.01)
+    cache = MetricsCache(view)
+    # A view this small would trigger few collections anyway (each cheap; with 10^5 partitions
+    # each full one scans them all): a low threshold makes every allocation burst show.
+    threshold = gc.get_threshold()
+    gc.set_threshold(10)
+    try:
+        with garbage_collections() as collections:
+            cache.refresh()
+    finally:
+        gc.set_threshold(*threshold)
+    assert len(collections) <= 1  # at most one, as the collector is turned back on
+    lag = parse(cache.text())["kafka_consumergroup_lag"]
+    assert len(lag) == 100 * 50 and set(lag.values()) == {400 - 100 - p for p in range(50)}
