@@ -2,7 +2,6 @@
 finished, mapped by later runs; broken or unfinished files are never handed to a JVM."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,10 +9,10 @@ import time
 
 import pytest
 
+from driver_session import run_new_session
 from streaming.jvm_class_cache import (QUIET, SETTLED_S, archive_key, class_cache_options,
                                        with_class_cache)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAGIC = (0xF00BABA8).to_bytes(4, sys.byteorder)
 
 
@@ -111,15 +110,6 @@ sys.stdout.flush()
 """
 
 
-def _run_job_session(cache_home) -> dict:
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
-    env.pop("PYSPARK_PYTHON", None)
-    out = subprocess.run([sys.executable, "-c", _RUN], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def _wait_gone(pid: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
@@ -129,7 +119,7 @@ def _wait_gone(pid: int, timeout_s: float) -> None:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the JVM's memory map")
 def test_a_second_local_run_maps_the_archive_the_first_one_wrote(tmp_path):
-    first = _run_job_session(tmp_path)
+    first = run_new_session(_RUN, tmp_path)
     directory = tmp_path / "groupscope"
     assert not any(path.endswith(".jsa") and "spark-classes" in path for path in first["mapped"])
     _wait_gone(first["jvm"], 120)  # it writes the archive on its way out
@@ -140,5 +130,5 @@ def test_a_second_local_run_maps_the_archive_the_first_one_wrote(tmp_path):
     assert options[0].startswith("-XX:SharedArchiveFile=")
     final = options[0].split("=", 1)[1]
 
-    second = _run_job_session(tmp_path)
+    second = run_new_session(_RUN, tmp_path)
     assert final in second["mapped"]

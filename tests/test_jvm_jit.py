@@ -2,14 +2,8 @@
 user's JVM options choose otherwise."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
+from driver_session import run_new_session
 from streaming.jvm_jit import QUICK_JIT, with_quick_jit
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_the_quick_jit_goes_ahead_of_the_users_other_options():
@@ -36,18 +30,10 @@ print(json.dumps(args))
 """
 
 
-def _driver_jvm_args(conf: dict, cache_home) -> list[str]:
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
-    env.pop("PYSPARK_PYTHON", None)
-    out = subprocess.run([sys.executable, "-c", _RUN.replace("CONF", repr(conf))], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def test_the_driver_jvm_runs_with_the_quick_jit_and_the_users_options(tmp_path):
     # -Xshare:auto leaves out the class-data archive, which a JVM would otherwise spend
     # seconds writing into tmp_path on its way out.
-    args = _driver_jvm_args({"spark.driver.extraJavaOptions": "-Xss4m -Xshare:auto"}, tmp_path)
+    conf = {"spark.driver.extraJavaOptions": "-Xss4m -Xshare:auto"}
+    args = run_new_session(_RUN.replace("CONF", repr(conf)), tmp_path)
     assert QUICK_JIT in args and "-Xss4m" in args
     assert args.index(QUICK_JIT) < args.index("-Xss4m")
