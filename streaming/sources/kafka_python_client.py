@@ -4,10 +4,12 @@ from __future__ import annotations
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import OffsetOutOfRangeError
 
+from streaming.sources.kafka_python_batches import use_columnar_records
 from streaming.sources.range_reader import OffsetOutOfRange, Polled
 from streaming.sources.records import CREATE_TIME
 
 POLL_TIMEOUT_MS = 500
+# What one poll may return: records, or record batches once the columnar iterator is in use.
 MAX_POLL_RECORDS = 20_000
 
 
@@ -54,6 +56,8 @@ class KafkaPythonPartition:
             max_poll_records=MAX_POLL_RECORDS, fetch_max_bytes=64 << 20,
             max_partition_fetch_bytes=16 << 20)
         self._consumer.assign([self._tp])
+        # Records come back as columns per record batch (streaming/sources/kafka_python_batches.py).
+        self._columnar = use_columnar_records(self._consumer)
 
     def seek(self, offset: int) -> None:
         self._consumer.seek(self._tp, offset)
@@ -64,10 +68,19 @@ class KafkaPythonPartition:
         except OffsetOutOfRangeError as exc:
             raise OffsetOutOfRange(str(exc)) from exc
         records = batches.get(self._tp, ())
-        polled = Polled([r.offset for r in records], [r.key for r in records],
-                        [r.value for r in records], [r.timestamp for r in records],
-                        [r.timestamp_type if r.timestamp_type is not None else CREATE_TIME
-                         for r in records], 0)
+        if self._columnar:
+            polled = Polled([], [], [], [], [], 0)
+            for batch in records:
+                polled.offsets += batch.offsets
+                polled.keys += batch.keys
+                polled.values += batch.values
+                polled.timestamps_ms += batch.timestamps_ms
+                polled.timestamp_types += [batch.timestamp_type] * len(batch.offsets)
+        else:
+            polled = Polled([r.offset for r in records], [r.key for r in records],
+                            [r.value for r in records], [r.timestamp for r in records],
+                            [r.timestamp_type if r.timestamp_type is not None else CREATE_TIME
+                             for r in records], 0)
         # The position moves past transaction markers and aborted records as well.
         polled.position = self._consumer.position(self._tp)
         return polled
