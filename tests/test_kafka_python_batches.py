@@ -95,10 +95,13 @@ def stock(raw, fetch_offset=0, **kw):
 def columnar(raw, fetch_offset=0, **kw):
     it = _iterator(ColumnarPartitionRecords, raw, fetch_offset, **kw)
     rows = []
-    for cols in it.take():
-        assert isinstance(cols, RecordColumns) and cols.offset == cols.offsets[0]
-        rows += [(o, k, v, t, cols.timestamp_type) for o, k, v, t in
-                 zip(cols.offsets, cols.keys, cols.values, cols.timestamps_ms)]
+    while it:  # as kafka-python's fetcher takes from it: until drained, or an error is raised
+        taken = it.take()
+        assert len(taken) <= 1  # the whole fetch response at once
+        for cols in taken:
+            assert isinstance(cols, RecordColumns) and cols.offset == cols.offsets[0]
+            rows += list(zip(cols.offsets, cols.keys, cols.values, cols.timestamps_ms,
+                             cols.timestamp_types))
     return rows, it.next_fetch_offset
 
 
@@ -181,6 +184,17 @@ def test_corrupt_batches_raise_as_kafka_python_does(cut):
     for read in (stock, columnar):
         with pytest.raises(CorruptRecordError):
             read(bytes(raw))
+
+
+def test_records_before_a_corrupt_batch_come_first_then_the_error():
+    bad = bytearray(v2_batch(3, commits(2)))
+    bad[-1] ^= 0xFF
+    raw = v2_batch(0, commits(3)) + bytes(bad)
+    it = _iterator(ColumnarPartitionRecords, raw, 0)
+    first = it.take()
+    assert [c.offsets for c in first] == [[0, 1, 2]] and it.next_fetch_offset == 3
+    with pytest.raises(CorruptRecordError):
+        it.take()
 
 
 record = st.tuples(st.integers(-(1 << 40), 1 << 40),

@@ -5,7 +5,8 @@ fields, computing header sizes and calling deserializers on the way. Reading 200
 the source's columns took 3.2 s of CPU that way on the 2-core reference machine, the slowest part
 of a catch-up with the default client. The source needs five columns and nothing else, so its
 consumers swap kafka-python's per-partition record iterator for `ColumnarPartitionRecords`, which
-hands over one `RecordColumns` per record batch: 1.0 s for the same read. Everything around it stays kafka-python's: fetch sessions, leaders, errors,
+hands over the records of a whole fetch response as one `RecordColumns`: 1.0 s for the same
+read. Everything around it stays kafka-python's: fetch sessions, leaders, errors,
 positions and the aborted-transaction bookkeeping of read_committed.
 
 Uncompressed v2 batches, what `__consumer_offsets` holds unless `offsets.topic.compression.codec`
@@ -33,7 +34,7 @@ _NO_COMPRESSION = 0
 
 @dataclass
 class RecordColumns:
-    """The records of one batch from the fetch offset on. `offset` is the first of them (kafka-
+    """Records from the fetch offset on, as columns. `offset` is the first of them (kafka-
     python's iterator skips items whose `offset` is below the fetch offset)."""
 
     offset: int
@@ -41,7 +42,7 @@ class RecordColumns:
     keys: list[bytes | None]
     values: list[bytes | None]
     timestamps_ms: list[int | None]
-    timestamp_type: int
+    timestamp_types: list[int]
 
 
 def _varint_at(buf: bytes, pos: int) -> tuple[int, int]:
@@ -149,7 +150,7 @@ def parse_v2_records(buf: bytes, pos: int, count: int, base_offset: int, base_ti
 
 
 def _iterated(batch, fetch_offset: int, check_crcs: bool, out: RecordColumns) -> None:
-    """The columns of a compressed or pre-v2 batch, through kafka-python's record iteration."""
+    """The records of a compressed or pre-v2 batch, through kafka-python's record iteration."""
     for record in batch:
         if check_crcs and not record.validate_crc():
             raise CorruptRecordError(f"record at offset {record.offset} failed its crc check")
@@ -160,28 +161,27 @@ def _iterated(batch, fetch_offset: int, check_crcs: bool, out: RecordColumns) ->
             out.timestamps_ms.append(record.timestamp)
 
 
-def batch_columns(batch, fetch_offset: int, check_crcs: bool) -> RecordColumns:
-    """The records of one data batch at or after `fetch_offset`, as columns."""
+def add_batch(batch, fetch_offset: int, check_crcs: bool, out: RecordColumns) -> None:
+    """Append the records of one data batch at or after `fetch_offset` to `out`."""
     kind = batch.timestamp_type if batch.magic >= 1 else CREATE_TIME
-    out = RecordColumns(0, [], [], [], [], kind if kind is not None else CREATE_TIME)
+    kind = kind if kind is not None else CREATE_TIME
+    before = len(out.offsets)
     if batch.magic == 2 and batch.compression_type == _NO_COMPRESSION:
         # kafka-python keeps the batch's bytes and the position of its first record; reading
         # them leaves the batch object untouched.
-        buf = bytes(batch._buffer)
-        parse_v2_records(buf, batch._pos, batch._num_records, batch.base_offset,
-                         batch.first_timestamp,
+        parse_v2_records(bytes(batch._buffer), batch._pos, batch._num_records,
+                         batch.base_offset, batch.first_timestamp,
                          batch.max_timestamp if kind == LOG_APPEND_TIME else None,
                          fetch_offset, out)
     else:
         _iterated(batch, fetch_offset, check_crcs, out)
-    if out.offsets:
-        out.offset = out.offsets[0]
-    return out
+    out.timestamp_types += [kind] * (len(out.offsets) - before)
 
 
 if _BASE is not None:
     class ColumnarPartitionRecords(_BASE):
-        """kafka-python's per-partition record iterator, yielding a `RecordColumns` per batch.
+        """kafka-python's per-partition record iterator, yielding the records of a whole fetch
+        response as one `RecordColumns` (records up to a corrupt batch first, then the error).
 
         The read_committed rules are Kafka's (KIP-98): a transactional batch is dropped when its
         producer has an aborted transaction that began at or before the batch's last offset and
@@ -189,12 +189,29 @@ if _BASE is not None:
         returned. The bookkeeping itself is kafka-python's (its aborted-transaction queue)."""
 
         def _unpack_records(self, tp, records, key_deserializer, value_deserializer):
+            out = RecordColumns(0, [], [], [], [], [])
+            try:
+                self._add_batches(tp, records, out)
+            except Exception as exc:  # what came before the bad batch is handed over first
+                failure = exc
+            else:
+                failure = None
+            if out.offsets:
+                out.offset = out.offsets[0]
+                self.records_read += len(out.offsets)
+                yield out
+            if failure is not None:
+                raise failure
+            self.drain()
+
+        def _add_batches(self, tp, records, out: RecordColumns) -> None:
             read_committed = self.isolation_level == IsolationLevel.READ_COMMITTED
             batch = records.next_batch()
             while batch is not None:
                 if self.check_crcs and not batch.validate_crc():
                     raise CorruptRecordError(f"record batch of {tp} at offset "
                                              f"{batch.base_offset} failed its crc check")
+                skip = False
                 if batch.magic == 2:
                     self.leader_epoch = batch.leader_epoch
                     skip = batch.is_control_batch
@@ -204,22 +221,15 @@ if _BASE is not None:
                             self.aborted_producer_ids.discard(batch.producer_id)
                         elif self._is_batch_aborted(batch):
                             skip = True
-                    if skip:
-                        self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
-                        batch = records.next_batch()
-                        continue
-                columns = batch_columns(batch, self.fetch_offset, self.check_crcs)
-                # After a v2 batch the next fetch starts past its last offset even when
+                if not skip:
+                    add_batch(batch, self.fetch_offset, self.check_crcs, out)
+                    self.bytes_read += batch.size_in_bytes
+                # After a v2 batch the next fetch starts past its last offset, even when
                 # compaction removed its last records.
                 after = (batch.next_offset if batch.magic == 2
-                         else (columns.offsets[-1] + 1 if columns.offsets else 0))
+                         else (out.offsets[-1] + 1 if out.offsets else 0))
                 self.next_fetch_offset = max(self.next_fetch_offset, after)
-                if columns.offsets:
-                    self.records_read += len(columns.offsets)
-                    self.bytes_read += batch.size_in_bytes
-                    yield columns
                 batch = records.next_batch()
-            self.drain()
 else:
     ColumnarPartitionRecords = None
 

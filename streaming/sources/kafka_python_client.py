@@ -9,7 +9,7 @@ from streaming.sources.range_reader import OffsetOutOfRange, Polled
 from streaming.sources.records import CREATE_TIME
 
 POLL_TIMEOUT_MS = 500
-# What one poll may return: records, or record batches once the columnar iterator is in use.
+# What one poll may return: records, or fetch responses once the columnar iterator is in use.
 MAX_POLL_RECORDS = 20_000
 
 
@@ -70,12 +70,12 @@ class KafkaPythonPartition:
         records = batches.get(self._tp, ())
         if self._columnar:
             polled = Polled([], [], [], [], [], 0)
-            for batch in records:
-                polled.offsets += batch.offsets
-                polled.keys += batch.keys
-                polled.values += batch.values
-                polled.timestamps_ms += batch.timestamps_ms
-                polled.timestamp_types += [batch.timestamp_type] * len(batch.offsets)
+            for columns in records:  # one per fetch response polled
+                polled.offsets += columns.offsets
+                polled.keys += columns.keys
+                polled.values += columns.values
+                polled.timestamps_ms += columns.timestamps_ms
+                polled.timestamp_types += columns.timestamp_types
         else:
             polled = Polled([r.offset for r in records], [r.key for r in records],
                             [r.value for r in records], [r.timestamp for r in records],
