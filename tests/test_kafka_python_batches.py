@@ -186,12 +186,26 @@ def test_corrupt_batches_raise_as_kafka_python_does(cut):
             read(bytes(raw))
 
 
-def test_records_before_a_corrupt_batch_come_first_then_the_error():
-    bad = bytearray(v2_batch(3, commits(2)))
-    bad[-1] ^= 0xFF
+def _cut_short(batch: bytes, by: int) -> bytes:
+    """The batch without its last `by` bytes, its length and CRC made to match: the last record
+    ends inside the next one."""
+    raw = bytearray(batch[:-by])
+    struct.pack_into(">i", raw, 8, len(raw) - 12)
+    return _with_crc(raw)
+
+
+@pytest.mark.parametrize("damage", ["crc", "last_record_cut"])
+def test_records_before_a_corrupt_batch_come_first_then_the_error(damage):
+    bad = bytearray(v2_batch(3, commits(3)))
+    if damage == "crc":
+        bad[-1] ^= 0xFF
+    else:
+        bad = _cut_short(bytes(bad), 2)
     raw = v2_batch(0, commits(3)) + bytes(bad)
     it = _iterator(ColumnarPartitionRecords, raw, 0)
     first = it.take()
+    # Nothing of the bad batch, not even its readable first records: the position stays before
+    # it, so they would be read twice.
     assert [c.offsets for c in first] == [[0, 1, 2]] and it.next_fetch_offset == 3
     with pytest.raises(CorruptRecordError):
         it.take()

@@ -44,6 +44,12 @@ class RecordColumns:
     timestamps_ms: list[int | None]
     timestamp_types: list[int]
 
+    def truncate(self, count: int) -> None:
+        """Keep the first `count` records."""
+        for column in (self.offsets, self.keys, self.values, self.timestamps_ms,
+                       self.timestamp_types):
+            del column[count:]
+
 
 def _varint_at(buf: bytes, pos: int) -> tuple[int, int]:
     """A zigzag varint and the position after it, corruption reported as kafka-python does."""
@@ -166,15 +172,21 @@ def add_batch(batch, fetch_offset: int, check_crcs: bool, out: RecordColumns) ->
     kind = batch.timestamp_type if batch.magic >= 1 else CREATE_TIME
     kind = kind if kind is not None else CREATE_TIME
     before = len(out.offsets)
-    if batch.magic == 2 and batch.compression_type == _NO_COMPRESSION:
-        # kafka-python keeps the batch's bytes and the position of its first record; reading
-        # them leaves the batch object untouched.
-        parse_v2_records(bytes(batch._buffer), batch._pos, batch._num_records,
-                         batch.base_offset, batch.first_timestamp,
-                         batch.max_timestamp if kind == LOG_APPEND_TIME else None,
-                         fetch_offset, out)
-    else:
-        _iterated(batch, fetch_offset, check_crcs, out)
+    try:
+        if batch.magic == 2 and batch.compression_type == _NO_COMPRESSION:
+            # kafka-python keeps the batch's bytes and the position of its first record;
+            # reading them leaves the batch object untouched.
+            parse_v2_records(bytes(batch._buffer), batch._pos, batch._num_records,
+                             batch.base_offset, batch.first_timestamp,
+                             batch.max_timestamp if kind == LOG_APPEND_TIME else None,
+                             fetch_offset, out)
+        else:
+            _iterated(batch, fetch_offset, check_crcs, out)
+    except Exception:
+        # None of a corrupt batch: the next fetch offset stays before it, and records handed
+        # over past that offset would be read again on the retry.
+        out.truncate(before)
+        raise
     out.timestamp_types += [kind] * (len(out.offsets) - before)
 
 
