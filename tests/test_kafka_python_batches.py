@@ -87,8 +87,10 @@ def _iterator(cls, raw, fetch_offset, committed=False, aborted=()):
 
 def stock(raw, fetch_offset=0, **kw):
     it = _iterator(Fetcher.PartitionRecords, raw, fetch_offset, **kw)
-    rows = [(r.offset, r.key, r.value, r.timestamp,
-             r.timestamp_type if r.timestamp_type is not None else 0) for r in it.take()]
+    rows = []
+    while it:  # as kafka-python's fetcher takes from it: until drained, or an error is raised
+        rows += [(r.offset, r.key, r.value, r.timestamp,
+                  r.timestamp_type if r.timestamp_type is not None else 0) for r in it.take()]
     return rows, it.next_fetch_offset
 
 
@@ -173,35 +175,34 @@ def test_read_committed_drops_aborted_transactions_and_all_markers():
     assert [r[0] for r in rows] == [0, 1, 2, 3, 6, 8, 9]
 
 
-@pytest.mark.parametrize("cut", ["record_longer_than_batch", "bad_crc"])
-def test_corrupt_batches_raise_as_kafka_python_does(cut):
-    raw = bytearray(v2_batch(0, commits(3)))
-    if cut == "bad_crc":
+DAMAGE = ["bad_crc", "record_overruns", "last_record_cut"]
+
+
+def damaged(base_offset: int, how: str) -> bytes:
+    """A batch of three records with a wrong CRC, with its first record claiming more bytes than
+    it has, or with its last record cut short (the batch's length and CRC made to match)."""
+    raw = bytearray(v2_batch(base_offset, commits(3)))
+    if how == "bad_crc":
         raw[-1] ^= 0xFF
-    else:
+        return bytes(raw)
+    if how == "record_overruns":
         raw[61] = 0x7E  # the first record claims 63 bytes: it runs into the next one
-        raw = bytearray(_with_crc(raw))
-    for read in (stock, columnar):
-        with pytest.raises(CorruptRecordError):
-            read(bytes(raw))
-
-
-def _cut_short(batch: bytes, by: int) -> bytes:
-    """The batch without its last `by` bytes, its length and CRC made to match: the last record
-    ends inside the next one."""
-    raw = bytearray(batch[:-by])
-    struct.pack_into(">i", raw, 8, len(raw) - 12)
+    else:
+        raw = raw[:-2]
+        struct.pack_into(">i", raw, 8, len(raw) - 12)
     return _with_crc(raw)
 
 
-@pytest.mark.parametrize("damage", ["crc", "last_record_cut"])
-def test_records_before_a_corrupt_batch_come_first_then_the_error(damage):
-    bad = bytearray(v2_batch(3, commits(3)))
-    if damage == "crc":
-        bad[-1] ^= 0xFF
-    else:
-        bad = _cut_short(bytes(bad), 2)
-    raw = v2_batch(0, commits(3)) + bytes(bad)
+@pytest.mark.parametrize("how", DAMAGE)
+def test_corrupt_batches_raise_as_kafka_python_does(how):
+    for read in (stock, columnar):
+        with pytest.raises(CorruptRecordError):
+            read(damaged(0, how))
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+def test_records_before_a_corrupt_batch_come_first_then_the_error(how):
+    raw = v2_batch(0, commits(3)) + damaged(3, how)
     it = _iterator(ColumnarPartitionRecords, raw, 0)
     first = it.take()
     # Nothing of the bad batch, not even its readable first records: the position stays before
