@@ -1,6 +1,6 @@
-"""A steady-state task's small ranges read through one confluent-kafka client: exactly the
-records of each range, across transaction markers, and what the shared client cannot finish is
-handed to the one-range-at-a-time path (real broker)."""
+"""A steady-state task's small ranges read through one client (confluent-kafka or kafka-python):
+exactly the records of each range, across transaction markers, and what the shared client cannot
+finish is handed to the one-range-at-a-time path (real broker)."""
 from __future__ import annotations
 
 import logging
@@ -8,16 +8,15 @@ import uuid
 
 import pytest
 
-pytest.importorskip("confluent_kafka")
-
-from broker import create_topic, produce_raw  # noqa: E402
-from streaming.sources import kafka_stream  # noqa: E402
-from streaming.sources.kafka_options import KafkaSourceOptions  # noqa: E402
-from streaming.sources.kafka_stream import KafkaRangePartition, KafkaStreamReader  # noqa: E402
-from streaming.sources.offset_ranges import OffsetRange  # noqa: E402
-from streaming.sources.range_reader import ReadSettings  # noqa: E402
+from broker import create_topic, produce_raw
+from streaming.sources import kafka_stream
+from streaming.sources.kafka_options import KafkaSourceOptions
+from streaming.sources.kafka_stream import KafkaRangePartition, KafkaStreamReader
+from streaming.sources.offset_ranges import OffsetRange
+from streaming.sources.range_reader import ReadSettings
 
 FAST = ReadSettings(timeout_s=3.0, warn_after_s=0.2, max_backoff_s=0.1)
+CLIENTS = pytest.mark.parametrize("client", ["kafka-python", "confluent"])
 
 
 def _rows(batches) -> list[tuple]:
@@ -42,12 +41,14 @@ def counted_single_clients(monkeypatch):
     return opened
 
 
-def _reader(bootstrap: str, topic: str) -> KafkaStreamReader:
+def _reader(bootstrap: str, topic: str, client: str) -> KafkaStreamReader:
     return KafkaStreamReader(KafkaSourceOptions(bootstrap_servers=bootstrap, topic=topic,
-                                                client="confluent", read=FAST))
+                                                client=client, read=FAST))
 
 
-def test_small_ranges_share_one_client_and_stop_at_their_ends(broker, counted_single_clients):
+@CLIENTS
+def test_small_ranges_share_one_client_and_stop_at_their_ends(broker, counted_single_clients,
+                                                              client):
     topic = f"shared-{uuid.uuid4().hex[:8]}"
     create_topic(broker.bootstrap, topic, 4)
     records = [(p, b"k%d" % i, b"p%d-%d" % (p, i), 1_700_000_000_000 + i)
@@ -59,7 +60,7 @@ def test_small_ranges_share_one_client_and_stop_at_their_ends(broker, counted_si
               OffsetRange(3, 29, 30)]
     task = KafkaRangePartition(ranges)
 
-    reader = _reader(broker.bootstrap, topic)
+    reader = _reader(broker.bootstrap, topic, client)
     assert reader._together(ranges)
     got = _rows(reader.read(task))
 
@@ -70,7 +71,9 @@ def test_small_ranges_share_one_client_and_stop_at_their_ends(broker, counted_si
     assert got == _rows(reader._read_each(ranges))  # the same as range by range
 
 
-def test_transaction_markers_inside_and_at_the_end_of_ranges(broker, counted_single_clients):
+@CLIENTS
+def test_transaction_markers_inside_and_at_the_end_of_ranges(broker, counted_single_clients,
+                                                             client):
     from kafka import KafkaProducer
 
     topic = f"shared-tx-{uuid.uuid4().hex[:8]}"
@@ -88,14 +91,15 @@ def test_transaction_markers_inside_and_at_the_end_of_ranges(broker, counted_sin
     ends = {p: max(o for q, o, _, _ in written if q == p) + 2 for p in (0, 1)}  # past the marker
     assert [o for p, o, _, _ in written if p == 0] != [0, 1, 2]  # markers leave gaps
 
-    reader = _reader(broker.bootstrap, topic)
+    reader = _reader(broker.bootstrap, topic, client)
     got = _rows(reader.read(KafkaRangePartition([OffsetRange(p, 0, ends[p]) for p in (0, 1)])))
     assert got == sorted(written)
     assert counted_single_clients == []
 
 
+@CLIENTS
 def test_what_the_shared_client_cannot_finish_goes_range_by_range(broker, counted_single_clients,
-                                                                     caplog):
+                                                                     caplog, client):
     topic = f"shared-short-{uuid.uuid4().hex[:8]}"
     create_topic(broker.bootstrap, topic, 2)
     records = [(p, b"k", b"v%d" % i, 1_700_000_000_000) for i in range(5) for p in (0, 1)]
@@ -103,7 +107,7 @@ def test_what_the_shared_client_cannot_finish_goes_range_by_range(broker, counte
     # Partition 1's planned end is past its log's end (as after a truncation): the shared
     # client reads what there is, stalls, and hands partition 1 over; partition 0 is done.
     ranges = [OffsetRange(0, 0, 5), OffsetRange(1, 2, 9)]
-    reader = _reader(broker.bootstrap, topic)
+    reader = _reader(broker.bootstrap, topic, client)
     with caplog.at_level(logging.WARNING, logger="groupscope.sources"):
         got = _rows(reader.read(KafkaRangePartition(ranges)))
     assert [(p, o) for p, o, _, _ in got] == [(0, o) for o in range(5)] + [(1, o) for o in (2, 3, 4)]
@@ -111,13 +115,12 @@ def test_what_the_shared_client_cannot_finish_goes_range_by_range(broker, counte
     assert any("truncated" in r.getMessage() for r in caplog.records)
 
 
-def test_large_or_repeated_partition_tasks_read_range_by_range():
-    reader = KafkaStreamReader(KafkaSourceOptions(bootstrap_servers="127.0.0.1:9", client="confluent"))
+@CLIENTS
+def test_large_or_repeated_partition_tasks_read_range_by_range(client):
+    reader = KafkaStreamReader(KafkaSourceOptions(bootstrap_servers="127.0.0.1:9", client=client))
     assert not reader._together([OffsetRange(0, 0, 10)])
     assert not reader._together([OffsetRange(0, 0, 10), OffsetRange(0, 10, 20)])
     assert not reader._together([OffsetRange(0, 0, 40_000), OffsetRange(1, 0, 40_000)])
-    kafka_python = KafkaStreamReader(KafkaSourceOptions(bootstrap_servers="127.0.0.1:9"))
-    assert not kafka_python._together([OffsetRange(0, 0, 10), OffsetRange(1, 0, 10)])
 
 
 class _Error:

@@ -9,14 +9,12 @@ from confluent_kafka import (Consumer, IsolationLevel, KafkaError, KafkaExceptio
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from streaming.sources.offset_ranges import OffsetRange
-from streaming.sources.range_reader import OffsetOutOfRange, Polled
+from streaming.sources.range_reader import IDLE_POLLS, OffsetOutOfRange, Polled
 from streaming.sources.records import CREATE_TIME, LOG_APPEND_TIME
 
 POLL_TIMEOUT_S = 0.5
 MAX_POLL_RECORDS = 20_000
 REQUEST_TIMEOUT_S = 30.0
-# Polls in a row that move no range before ConfluentRanges hands the rest over.
-IDLE_POLLS = 3
 
 
 def _isolation(config: dict) -> IsolationLevel:

@@ -1,11 +1,14 @@
 """kafka-python behind the source: offset look-ups on the driver, range reads on executors."""
 from __future__ import annotations
 
+from typing import Iterator
+
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import OffsetOutOfRangeError
 
 from streaming.sources.kafka_python_batches import use_columnar_records
-from streaming.sources.range_reader import OffsetOutOfRange, Polled
+from streaming.sources.offset_ranges import OffsetRange
+from streaming.sources.range_reader import IDLE_POLLS, OffsetOutOfRange, Polled
 from streaming.sources.records import CREATE_TIME
 
 POLL_TIMEOUT_MS = 500
@@ -51,12 +54,8 @@ class KafkaPythonPartition:
 
     def __init__(self, config: dict, topic: str, partition: int) -> None:
         self._tp = TopicPartition(topic, partition)
-        self._consumer = KafkaConsumer(
-            **config, enable_auto_commit=False, group_id=None, auto_offset_reset="none",
-            max_poll_records=MAX_POLL_RECORDS, fetch_max_bytes=64 << 20,
-            max_partition_fetch_bytes=16 << 20)
+        self._consumer = _reading_consumer(config)
         self._consumer.assign([self._tp])
-        # Records come back as columns per record batch (streaming/sources/kafka_python_batches.py).
         self._columnar = use_columnar_records(self._consumer)
 
     def seek(self, offset: int) -> None:
@@ -67,20 +66,7 @@ class KafkaPythonPartition:
             batches = self._consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
         except OffsetOutOfRangeError as exc:
             raise OffsetOutOfRange(str(exc)) from exc
-        records = batches.get(self._tp, ())
-        if self._columnar:
-            polled = Polled([], [], [], [], [], 0)
-            for columns in records:  # one per fetch response polled
-                polled.offsets += columns.offsets
-                polled.keys += columns.keys
-                polled.values += columns.values
-                polled.timestamps_ms += columns.timestamps_ms
-                polled.timestamp_types += columns.timestamp_types
-        else:
-            polled = Polled([r.offset for r in records], [r.key for r in records],
-                            [r.value for r in records], [r.timestamp for r in records],
-                            [r.timestamp_type if r.timestamp_type is not None else CREATE_TIME
-                             for r in records], 0)
+        polled = _polled(batches.get(self._tp, ()), self._columnar)
         # The position moves past transaction markers and aborted records as well.
         polled.position = self._consumer.position(self._tp)
         return polled
@@ -93,3 +79,82 @@ class KafkaPythonPartition:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+class KafkaPythonRanges:
+    """Several ranges of different partitions read through one consumer, as ConfluentRanges
+    does for confluent-kafka: in steady state a micro-batch is a few records in each of many
+    partitions, and a consumer per range costs a connection and a fetch round trip each.
+    `poll_all` reads until every range is done or something unusual happens (an error, or polls
+    that move nothing); then `positions` says where each range stands, and the caller reads the
+    rest of each range with the careful one-partition path."""
+
+    def __init__(self, config: dict, topic: str, ranges: list[OffsetRange]) -> None:
+        self.positions = {rng.partition: rng.start for rng in ranges}
+        self._ends = {rng.partition: rng.end for rng in ranges}
+        self._tps = {rng.partition: TopicPartition(topic, rng.partition) for rng in ranges}
+        self._consumer = _reading_consumer(config)
+        self._consumer.assign(list(self._tps.values()))
+        for rng in ranges:
+            self._consumer.seek(self._tps[rng.partition], rng.start)
+        self._columnar = use_columnar_records(self._consumer)
+
+    def poll_all(self) -> Iterator[tuple[int, Polled]]:
+        """(partition, records polled for it) until all ranges are read or the fast path stops;
+        records may run past the range's end (new records since planning), which the caller
+        cuts off."""
+        idle_polls = 0
+        while True:
+            unfinished = [p for p, position in self.positions.items() if position < self._ends[p]]
+            if not unfinished:
+                return
+            try:
+                batches = self._consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
+            except Exception:  # the one-partition path knows what to do about it
+                return
+            moved = False
+            for partition in unfinished:
+                tp = self._tps[partition]
+                polled = _polled(batches.get(tp, ()), self._columnar)
+                polled.position = self._consumer.position(tp)
+                if polled.position > self.positions[partition]:
+                    self.positions[partition] = polled.position
+                    moved = True
+                if polled.offsets:
+                    yield partition, polled
+            done = [self._tps[p] for p in unfinished if self.positions[p] >= self._ends[p]]
+            if done:
+                self._consumer.pause(*done)
+            idle_polls = 0 if moved else idle_polls + 1
+            if idle_polls >= IDLE_POLLS:
+                return
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def _reading_consumer(config: dict) -> KafkaConsumer:
+    """A consumer without a group (nothing is ever committed) that fails on a position outside
+    the log instead of resetting it."""
+    return KafkaConsumer(**config, enable_auto_commit=False, group_id=None,
+                         auto_offset_reset="none", max_poll_records=MAX_POLL_RECORDS,
+                         fetch_max_bytes=64 << 20, max_partition_fetch_bytes=16 << 20)
+
+
+def _polled(records: list, columnar: bool) -> Polled:
+    """What a poll returned for one partition as columns: `RecordColumns` per fetch response
+    (streaming/sources/kafka_python_batches.py) or, where kafka-python has no hook for them, its
+    records. The position is left for the caller to set."""
+    if not columnar:
+        return Polled([r.offset for r in records], [r.key for r in records],
+                      [r.value for r in records], [r.timestamp for r in records],
+                      [r.timestamp_type if r.timestamp_type is not None else CREATE_TIME
+                       for r in records], 0)
+    polled = Polled([], [], [], [], [], 0)
+    for columns in records:
+        polled.offsets += columns.offsets
+        polled.keys += columns.keys
+        polled.values += columns.values
+        polled.timestamps_ms += columns.timestamps_ms
+        polled.timestamp_types += columns.timestamp_types
+    return polled

@@ -59,6 +59,15 @@ def partition_client(options: KafkaSourceOptions, partition: int, end: int | Non
     return KafkaPythonPartition(options.kafka_python_config(), options.topic, partition)
 
 
+def shared_client(options: KafkaSourceOptions, ranges: list[OffsetRange]):
+    """One client reading several ranges of distinct partitions (`poll_all`, `positions`)."""
+    if options.client == "confluent":
+        from streaming.sources.confluent_client import ConfluentRanges
+        return ConfluentRanges(options.confluent_config(), options.topic, ranges)
+    from streaming.sources.kafka_python_client import KafkaPythonRanges
+    return KafkaPythonRanges(options.kafka_python_config(), options.topic, ranges)
+
+
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: KafkaSourceOptions) -> None:
         self.options = options
@@ -198,17 +207,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _together(self, ranges: list[OffsetRange]) -> bool:
         """Small ranges of distinct partitions (a steady-state task) share one client."""
-        return (self.options.client == "confluent" and len(ranges) > 1
-                and len({rng.partition for rng in ranges}) == len(ranges)
+        return (len(ranges) > 1 and len({rng.partition for rng in ranges}) == len(ranges)
                 and sum(rng.size for rng in ranges) <= SHARED_CLIENT_MAX_RECORDS)
 
     def _read_together(self, ranges: list[OffsetRange]) -> Iterator[pa.RecordBatch]:
         """Through one client while all goes well; whatever it leaves unread (an error, a stall)
         is read range by range, with retries and the checks for lost records."""
-        from streaming.sources.confluent_client import ConfluentRanges
-
         try:
-            shared = ConfluentRanges(self.options.confluent_config(), self.options.topic, ranges)
+            shared = shared_client(self.options, ranges)
         except Exception:
             yield from self._read_each(ranges)
             return

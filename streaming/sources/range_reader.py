@@ -20,6 +20,11 @@ from streaming.sources.records import record_batch
 log = logging.getLogger("groupscope.sources")
 
 
+# Polls in a row that move no range before a client shared by several ranges hands the rest
+# over to the one-range path.
+IDLE_POLLS = 3
+
+
 class OffsetOutOfRange(Exception):
     """The client was told its position is no longer (or not yet) in the log."""
 
