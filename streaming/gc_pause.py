@@ -12,23 +12,36 @@ without. The exporter's refresh builds every group's figures and keeps them; ove
 collector, 2.95 s without; the lag-only one 1.77 s and 1.47 s). Automatic collection resumes
 afterwards (PySpark's workers also collect after each task).
 
-Threads pausing at the same time are fine: whoever found the collector on turns it back on, so
-at worst a pause ends early; the collector never stays off.
+Pauses in several threads overlap (the sink, the end-offsets poller and the exporter's refresh
+run in threads of their own in the driver): the collector stays off until the last of them ends,
+then is back as it was before the first began. Turning it back on at the end of each pause let
+one thread's short pause end another's long one early.
 """
 from __future__ import annotations
 
 import gc
+import threading
 from contextlib import contextmanager
 from typing import Iterator
+
+_lock = threading.Lock()
+_pauses = 0             # pauses under way, in all threads
+_was_enabled = False    # the collector's state before the first of them
 
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """The collector off for the duration, then back as it was (nesting is fine)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
+    """The collector off for the duration, then back as it was once no pause is left."""
+    global _pauses, _was_enabled
+    with _lock:
+        if _pauses == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _lock:
+            _pauses -= 1
+            if _pauses == 0 and _was_enabled:
+                gc.enable()
