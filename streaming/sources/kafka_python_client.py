@@ -1,14 +1,12 @@
 """kafka-python behind the source: offset look-ups on the driver, range reads on executors."""
 from __future__ import annotations
 
-from typing import Iterator
-
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import OffsetOutOfRangeError
 
 from streaming.sources.kafka_python_batches import use_columnar_records
 from streaming.sources.offset_ranges import OffsetRange
-from streaming.sources.range_reader import IDLE_POLLS, OffsetOutOfRange, Polled
+from streaming.sources.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.sources.records import CREATE_TIME
 
 POLL_TIMEOUT_MS = 500
@@ -81,17 +79,11 @@ class KafkaPythonPartition:
         self._consumer.close()
 
 
-class KafkaPythonRanges:
-    """Several ranges of different partitions read through one consumer, as ConfluentRanges
-    does for confluent-kafka: in steady state a micro-batch is a few records in each of many
-    partitions, and a consumer per range costs a connection and a fetch round trip each.
-    `poll_all` reads until every range is done or something unusual happens (an error, or polls
-    that move nothing); then `positions` says where each range stands, and the caller reads the
-    rest of each range with the careful one-partition path."""
+class KafkaPythonRanges(SharedRanges):
+    """Several ranges of different partitions read through one kafka-python consumer."""
 
     def __init__(self, config: dict, topic: str, ranges: list[OffsetRange]) -> None:
-        self.positions = {rng.partition: rng.start for rng in ranges}
-        self._ends = {rng.partition: rng.end for rng in ranges}
+        super().__init__(ranges)
         self._tps = {rng.partition: TopicPartition(topic, rng.partition) for rng in ranges}
         self._consumer = _reading_consumer(config)
         self._consumer.assign(list(self._tps.values()))
@@ -99,35 +91,22 @@ class KafkaPythonRanges:
             self._consumer.seek(self._tps[rng.partition], rng.start)
         self._columnar = use_columnar_records(self._consumer)
 
-    def poll_all(self) -> Iterator[tuple[int, Polled]]:
-        """(partition, records polled for it) until all ranges are read or the fast path stops;
-        records may run past the range's end (new records since planning), which the caller
-        cuts off."""
-        idle_polls = 0
-        while True:
-            unfinished = [p for p, position in self.positions.items() if position < self._ends[p]]
-            if not unfinished:
-                return
-            try:
-                batches = self._consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
-            except Exception:  # the one-partition path knows what to do about it
-                return
-            moved = False
-            for partition in unfinished:
-                tp = self._tps[partition]
-                polled = _polled(batches.get(tp, ()), self._columnar)
-                polled.position = self._consumer.position(tp)
-                if polled.position > self.positions[partition]:
-                    self.positions[partition] = polled.position
-                    moved = True
-                if polled.offsets:
-                    yield partition, polled
-            done = [self._tps[p] for p in unfinished if self.positions[p] >= self._ends[p]]
-            if done:
-                self._consumer.pause(*done)
-            idle_polls = 0 if moved else idle_polls + 1
-            if idle_polls >= IDLE_POLLS:
-                return
+    def _poll(self, unfinished: list[int]) -> tuple[list[tuple[int, Polled]], bool]:
+        try:
+            batches = self._consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
+        except Exception:  # the one-partition path knows what to do about it
+            return [], True
+        polls = []
+        for partition in unfinished:
+            tp = self._tps[partition]
+            polled = _polled(batches.get(tp, ()), self._columnar)
+            # The position moves past transaction markers and aborted records as well.
+            polled.position = self._consumer.position(tp)
+            polls.append((partition, polled))
+        return polls, False
+
+    def _pause(self, partitions: list[int]) -> None:
+        self._consumer.pause(*(self._tps[p] for p in partitions))
 
     def close(self) -> None:
         self._consumer.close()

@@ -45,6 +45,59 @@ class Polled:
     position: int
 
 
+class SharedRanges:
+    """Several ranges of distinct partitions read through one client.
+
+    In steady state a micro-batch is a few records in each of many partitions, and a client per
+    range costs a connection and a fetch round trip each (confluent-kafka, a task of 25 such
+    ranges: 110 ms of CPU against 15 ms through one client). `poll_all` reads until every range
+    is done or something unusual happens (an error, or IDLE_POLLS polls that move nothing); then
+    `positions` says where each range stands, and the caller reads the rest of each range with
+    the careful one-partition path (retries, lost records, truncation). Each client supplies
+    `_poll`, `_pause` and `close`."""
+
+    def __init__(self, ranges: list[OffsetRange]) -> None:
+        self.positions = {rng.partition: rng.start for rng in ranges}
+        self._ends = {rng.partition: rng.end for rng in ranges}
+
+    def _poll(self, unfinished: list[int]) -> tuple[list[tuple[int, Polled]], bool]:
+        """What one poll read: (partition, records with the position after them), and whether
+        it met an error that the one-partition path is to handle."""
+        raise NotImplementedError
+
+    def _pause(self, partitions: list[int]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def poll_all(self) -> Iterator[tuple[int, Polled]]:
+        """(partition, records polled for it) until all ranges are read or the fast path stops;
+        records may run past the range's end (new records since planning), which the caller
+        cuts off."""
+        idle_polls = 0
+        while True:
+            unfinished = [p for p, position in self.positions.items() if position < self._ends[p]]
+            if not unfinished:
+                return
+            polls, failed = self._poll(unfinished)
+            moved = False
+            for partition, polled in polls:
+                if polled.position > self.positions[partition]:
+                    self.positions[partition] = polled.position
+                    moved = True
+                if polled.offsets:
+                    yield partition, polled
+            if failed:
+                return
+            done = [p for p in unfinished if self.positions[p] >= self._ends[p]]
+            if done:
+                self._pause(done)
+            idle_polls = 0 if moved else idle_polls + 1
+            if idle_polls >= IDLE_POLLS:
+                return
+
+
 class PartitionClient(Protocol):
     """One client assigned to one partition, positioned by `seek`."""
 
