@@ -17,11 +17,14 @@ consumers commit (one request per group and round). Then:
   It runs on a broker of its own (`--latency-broker`), measured after `--settle` seconds of load
   (default 60: the steady state, after the driver JVM's JIT has compiled what the job runs). The
   median of each 10 s of the measured load is printed too, so a job still warming up shows;
-  `--settle 5` measures a new session's first minute.
+  `--settle 5` measures a new session's first minute. With `--latency-broker preloaded
+  --latency-start earliest` the job first reads the preloaded commits, so every group has state
+  before the load starts (state size: many groups, few partitions each).
 
 Usage: python benchmarks/pipeline.py [--records N] [--groups N] [--client confluent|kafka-python]
        [--runs N] [--latency-seconds S] [--settle S] [--rate R] [--trigger S]
-       [--latency-broker fresh|preloaded] [--conf key=value ...]
+       [--latency-broker fresh|preloaded] [--latency-start latest|earliest]
+       [--conf key=value ...]
 """
 from __future__ import annotations
 
@@ -266,7 +269,7 @@ def steady_producer(bootstrap: str, groups: int, partitions: int, rate: float, s
 def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     from streaming.job import Job
 
-    config = base_config(args, workdir, "latency", bootstrap, "latest", args.trigger,
+    config = base_config(args, workdir, "latency", bootstrap, args.latency_start, args.trigger,
                          args.steady_max_records)
     job = Job(config, spark=spark, start_exporter=False, start_poller=False)
     latencies: list[float] = []
@@ -368,6 +371,8 @@ def main() -> None:
     parser.add_argument("--trigger", type=float, default=0.5,
                         help="trigger interval of the latency run, seconds")
     parser.add_argument("--steady-max-records", type=int, default=None)
+    parser.add_argument("--latency-start", choices=("latest", "earliest"), default="latest",
+                        help="where the latency run's job starts reading")
     parser.add_argument("--latency-broker", choices=("fresh", "preloaded"), default="fresh",
                         help="run the latency phase on a new broker (default) or on the one "
                              "preloaded for the throughput runs")
