@@ -180,6 +180,36 @@ class OffsetsTopicProgress:
         return all(self.read.get(p, -1) + 1 >= end for p, end in self.start_ends.items() if end > 0)
 
 
+class QueryStopping(Exception):
+    """The job's own stop interrupted the sink while it collected a micro-batch."""
+
+
+# Spark tells a stop that interrupts foreachBatch's Python function from a failure of that
+# function only by this text in its error (StreamExecution.PROXY_ERROR). Its pattern also
+# overflows the stream thread's stack on a long error such as the Java stack trace of a cancelled
+# collect: the thread then died with a StackOverflowError printed to stderr, on every stop that
+# came during a catch-up batch.
+STOPPING_MESSAGE = ("py4j.protocol.Py4JJavaError: An error occurred while calling toArrow: "
+                    "java.lang.InterruptedException (groupscope stopped the query)")
+
+
+def _not_the_stop(record: logging.LogRecord) -> bool:
+    """py4j logs every error a Python callback raises, with its traceback; the stop's own
+    interruption of the sink is no error."""
+    return not (record.exc_info and isinstance(record.exc_info[1], QueryStopping))
+
+
+def collect_output(batch_df, stopping: threading.Event):
+    """`batch_df` as an Arrow table; once `stopping` is set, a failure is the stop's own
+    interruption and raises QueryStopping, short and worded for Spark (STOPPING_MESSAGE)."""
+    try:
+        return batch_df.toArrow()
+    except Exception:
+        if stopping.is_set():
+            raise QueryStopping(STOPPING_MESSAGE) from None
+        raise
+
+
 class BatchSink:
     """foreachBatch: hands the stateful stage's output to the view and the history."""
 
@@ -192,10 +222,11 @@ class BatchSink:
         self._snapshot_written: dict[str, float] = {}
         self._caught_up = False
         self.batches = 0
+        self.stopping = threading.Event()  # set by Job.stop before it stops the query
 
     def __call__(self, batch_df, batch_id: int) -> None:
         # Through Arrow, column by column: cheaper than one Row object per output row.
-        table = batch_df.toArrow()
+        table = collect_output(batch_df, self.stopping)
         with collector_paused():  # a catch-up batch adds 10^5 long-lived objects to the view
             self.handle_rows(zip(*(table.column(name).to_pylist()
                                    for name in ("group", "kind", "payload", "ts_ms"))), batch_id)
@@ -382,6 +413,9 @@ class Job:
         if self._timing is not None:
             self._timing.stop()
             self._timing = None
+        if self.sink is not None:
+            logging.getLogger("py4j.clientserver").addFilter(_not_the_stop)  # added once
+            self.sink.stopping.set()
         if self.query is not None:
             try:
                 self.query.stop()
