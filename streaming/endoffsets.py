@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Mapping, Protocol
 from streaming.gc_pause import collector_paused
 from streaming.view import MonitorView, TopicPartition
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("groupscope.endoffsets")
 
 
 class OffsetsClient(Protocol):

@@ -28,8 +28,12 @@ def run(args) -> int:
     from streaming.job import Job
 
     config = load_config(args.config)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # groupscope's own messages at INFO; the libraries' (kafka-python logs every connection it
+    # opens and closes, py4j its callback server) only from WARNING.
+    logging.basicConfig(level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("groupscope")
+    log.setLevel(logging.INFO)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
