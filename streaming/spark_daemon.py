@@ -24,6 +24,7 @@ import gc
 import importlib
 import os
 import sys
+from typing import Callable
 
 # Settings that keep the imports below thread-free (checked in tests/test_spark_daemon.py).
 THREAD_FREE_ENV = {
@@ -71,14 +72,30 @@ def native_threads() -> int:
         return 1
 
 
+def quiet_on_reset(worker: Callable[..., int]) -> Callable[..., int]:
+    """PySpark's worker loop (`pyspark.daemon.worker`), except that a connection the JVM reset
+    ends the worker without a traceback on stderr. The JVM resets a task's connection when it
+    kills the task (a query stopped mid-batch, a cancelled job) and reports the task itself;
+    PySpark printed the worker's failed final flush as a traceback for every such task."""
+
+    def run(sock, authenticated):
+        try:
+            return worker(sock, authenticated)
+        except (BrokenPipeError, ConnectionResetError):
+            return 1  # not reused: the forked worker exits
+
+    return run
+
+
 def main() -> None:
     preload()
     if native_threads() > 1:
         print(f"groupscope worker daemon: {native_threads()} threads after preloading; workers "
               "forked from it do not inherit the others", file=sys.stderr)
-    from pyspark.daemon import manager
+    import pyspark.daemon
 
-    manager()
+    pyspark.daemon.worker = quiet_on_reset(pyspark.daemon.worker)  # the manager calls it by name
+    pyspark.daemon.manager()
 
 
 if __name__ == "__main__":

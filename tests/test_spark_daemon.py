@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from streaming.spark_daemon import PRELOADED, THREAD_FREE_ENV
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,3 +77,32 @@ def test_workers_inherit_the_frozen_objects(spark):
         yield gc.get_freeze_count() > 0 and not any(o is pandas.DataFrame for o in gc.get_objects())
 
     assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(frozen).collect() == [True, True]
+
+
+def test_a_connection_the_jvm_reset_ends_the_worker_without_a_traceback(capsys):
+    from streaming.spark_daemon import quiet_on_reset
+
+    def reset(sock, authenticated):
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    def broken(sock, authenticated):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def failing(sock, authenticated):
+        raise ValueError("a real failure")
+
+    assert quiet_on_reset(reset)(None, True) == 1
+    assert quiet_on_reset(broken)(None, False) == 1
+    assert quiet_on_reset(lambda sock, authenticated: 0)(None, True) == 0
+    with pytest.raises(ValueError):
+        quiet_on_reset(failing)(None, True)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_the_daemon_manager_runs_the_quiet_worker():
+    """`pyspark.daemon.manager` looks its worker function up by name when it forks one."""
+    import inspect
+
+    import pyspark.daemon
+
+    assert "worker(sock, authenticated)" in inspect.getsource(pyspark.daemon.manager)
