@@ -13,7 +13,6 @@ import contextlib
 import logging
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -21,6 +20,7 @@ import time
 from typing import Iterator, Mapping
 
 from streaming.cli import UserError
+from streaming.commands.signals import stop_on_signals
 from streaming.config import CONFIG_PATH_VARIABLE, ENV_PREFIX, Config, load_config
 
 DEMO_DEFAULTS = {
@@ -198,7 +198,7 @@ def _run_demo(args: argparse.Namespace, config: Config, work_dir: str, spark,
           flush=True)
     demo = Demo(config, work_dir, spark=spark).start()
     # After Spark's start: its SparkContext installs a SIGINT handler of its own.
-    stop = _stop_on_signals(stop or threading.Event())
+    stop = stop_on_signals(stop or threading.Event())
     try:
         print(f"metrics: {demo.metrics_url()}", flush=True)
         screen = TerminalView(demo.view, demo.title) if args.view else None
@@ -232,13 +232,6 @@ def _summary(demo: Demo, elapsed_s: float) -> str:
         records = sum(view.records_total.values())
     return (f"groupscope demo: stopped after {elapsed_s:.0f}s; {groups} groups, "
             f"{rebalances} rebalances, {records} records read")
-
-
-def _stop_on_signals(stop: threading.Event) -> threading.Event:
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
-    return stop
 
 
 @contextlib.contextmanager

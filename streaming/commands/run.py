@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 
 from streaming.cli import UserError
+from streaming.commands.signals import stop_on_signals
 from streaming.config import load_config
 
 
@@ -34,9 +34,7 @@ def run(args) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("groupscope")
     log.setLevel(logging.INFO)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals(threading.Event())  # a stop asked for while Spark starts counts too
     if config.source.type == "simulator":
         # A demo source: every start runs the scenarios afresh (its capture file lives here).
         from streaming.commands.demo import Demo
@@ -52,6 +50,7 @@ def run(args) -> int:
             job.start()
         except OSError as exc:  # e.g. the exporter's port is taken
             raise UserError(f"cannot start: {exc}") from None
+    stop_on_signals(stop)  # again: starting Spark replaced the SIGINT handler
     if job.exporter is not None:
         host = config.exporter.listen.rpartition(":")[0]
         scheme = "https" if config.exporter.tls.cert else "http"
