@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -104,7 +105,9 @@ def test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run(spark, tmp_
     if sig != signal.SIGKILL:
         output = (work / "run.log").read_text()
         assert "Traceback" not in output and "Exception in thread" not in output, output
-        assert " ERROR " not in output, output
+        # No error logged from Python (groupscope, py4j). Spark's own log may name the tasks it
+        # cancels, an interrupted shuffle read even at ERROR.
+        assert not re.search(r"^\d{4}-\d\d-\d\d [\d:,]+ ERROR ", output, re.M), output
     done = _committed_batches(str(work / "checkpoint"))
     assert done * 20 < total, "killed too late to test anything: make the capture longer"
 
