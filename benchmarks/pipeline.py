@@ -295,11 +295,11 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     job.start()
     try:
         time.sleep(args.warmup)  # the first batches start the Python workers
-        caught_up = time.perf_counter()
+        waiting_since = time.perf_counter()
         while args.latency_start == "earliest" and not job.sink.progress.ready():
             time.sleep(0.5)  # the preloaded commits first: only the load's commits are measured
         if args.latency_start == "earliest":
-            print(f"read the preloaded commits {time.perf_counter() - caught_up:.1f}s after "
+            print(f"read the preloaded commits {time.perf_counter() - waiting_since:.1f}s after "
                   "the warm-up")
         rounds = args.records // (args.groups * args.partitions)
         producer = multiprocessing.Process(target=steady_producer, args=(

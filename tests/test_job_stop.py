@@ -4,6 +4,8 @@ turns the cancelled collect into a short error worded for Spark. Spark's own cla
 the stream thread died with a StackOverflowError on stderr."""
 from __future__ import annotations
 
+import logging
+import threading
 import traceback
 
 import pytest
@@ -55,17 +57,21 @@ def test_a_collect_cancelled_by_the_stop_reads_as_a_stop_to_spark(spark):
 
 
 def test_a_failure_before_the_stop_stays_what_it_is():
-    import threading
-
     with pytest.raises(RuntimeError) as failed:
         collect_output(_CancelledCollect(), threading.Event())
     assert str(failed.value) == CANCELLED
 
 
-def test_the_job_marks_its_sink_stopping_before_it_stops_the_query(tmp_path):
+def _job_with_sink(tmp_path) -> Job:
+    """A job as `start` leaves it, without Spark: its sink and no query."""
     job = Job(replay_config(tmp_path, str(tmp_path / "none.jsonl")), start_exporter=False,
               start_poller=False)
     job.sink = BatchSink(job.view, None, OffsetsTopicProgress(None), 300.0)
+    return job
+
+
+def test_the_job_marks_its_sink_stopping_before_it_stops_the_query(tmp_path):
+    job = _job_with_sink(tmp_path)
     seen = []
 
     class Query:
@@ -79,11 +85,7 @@ def test_the_job_marks_its_sink_stopping_before_it_stops_the_query(tmp_path):
 
 def test_py4j_reports_no_error_for_the_stops_interruption(tmp_path, caplog):
     """py4j logs each error a Python callback raises, with its traceback, as an ERROR."""
-    import logging
-
-    job = Job(replay_config(tmp_path, str(tmp_path / "none.jsonl")), start_exporter=False,
-              start_poller=False)
-    job.sink = BatchSink(job.view, None, OffsetsTopicProgress(None), 300.0)
+    job = _job_with_sink(tmp_path)
     job.stop()
     py4j_log = logging.getLogger("py4j.clientserver")
     for error in (QueryStopping("stop"), RuntimeError("a real failure")):
