@@ -101,9 +101,10 @@ def columnar(raw, fetch_offset=0, **kw):
         taken = it.take()
         assert len(taken) <= 1  # the whole fetch response at once
         for cols in taken:
-            assert isinstance(cols, RecordColumns) and cols.offset == cols.offsets[0]
-            rows += list(zip(cols.offsets, cols.keys, cols.values, cols.timestamps_ms,
-                             cols.timestamp_types))
+            offsets, keys, values, stamps, kinds = cols.columns()
+            assert isinstance(cols, RecordColumns) and cols.offset == offsets[0]
+            rows += list(zip(offsets.tolist(), keys.to_pylist(), values.to_pylist(),
+                             stamps.to_pylist(), kinds.tolist()))
     return rows, it.next_fetch_offset
 
 
@@ -207,7 +208,8 @@ def test_records_before_a_corrupt_batch_come_first_then_the_error(how):
     first = it.take()
     # Nothing of the bad batch, not even its readable first records: the position stays before
     # it, so they would be read twice.
-    assert [c.offsets for c in first] == [[0, 1, 2]] and it.next_fetch_offset == 3
+    assert [c.columns()[0].tolist() for c in first] == [[0, 1, 2]]
+    assert it.next_fetch_offset == 3
     with pytest.raises(CorruptRecordError):
         it.take()
 

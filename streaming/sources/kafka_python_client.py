@@ -4,7 +4,7 @@ from __future__ import annotations
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import OffsetOutOfRangeError
 
-from streaming.sources.kafka_python_batches import use_columnar_records
+from streaming.sources.kafka_python_batches import concat_columns, use_columnar_records
 from streaming.sources.offset_ranges import OffsetRange
 from streaming.sources.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.sources.records import CREATE_TIME
@@ -129,11 +129,5 @@ def _polled(records: list, columnar: bool) -> Polled:
                       [r.value for r in records], [r.timestamp for r in records],
                       [r.timestamp_type if r.timestamp_type is not None else CREATE_TIME
                        for r in records], 0)
-    polled = Polled([], [], [], [], [], 0)
-    for columns in records:
-        polled.offsets += columns.offsets
-        polled.keys += columns.keys
-        polled.values += columns.values
-        polled.timestamps_ms += columns.timestamps_ms
-        polled.timestamp_types += columns.timestamp_types
-    return polled
+    chunks = [chunk for columns in records for chunk in columns.chunks]
+    return Polled(*concat_columns(chunks), 0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator, Protocol, Sequence
 
 import pyarrow as pa
 
@@ -35,13 +35,14 @@ class SourceReadError(RuntimeError):
 
 @dataclass
 class Polled:
-    """What one poll returned: parallel columns of records, and the client's position after them."""
+    """What one poll returned: parallel columns of records (lists, or numpy and Arrow arrays),
+    and the client's position after them."""
 
-    offsets: list[int]
-    keys: list[bytes | None]
-    values: list[bytes | None]
-    timestamps_ms: list[int]
-    timestamp_types: list[int]
+    offsets: Sequence[int]
+    keys: Sequence[bytes | None]
+    values: Sequence[bytes | None]
+    timestamps_ms: Sequence[int | None]
+    timestamp_types: Sequence[int]
     position: int
 
 
@@ -86,7 +87,7 @@ class SharedRanges:
                 if polled.position > self.positions[partition]:
                     self.positions[partition] = polled.position
                     moved = True
-                if polled.offsets:
+                if len(polled.offsets):
                     yield partition, polled
             if failed:
                 return
@@ -165,7 +166,7 @@ def _read_to_end(client: PartitionClient, topic: str, rng: OffsetRange, settings
             last_error = exc
         else:
             last_error = None
-        if polled is not None and polled.offsets:
+        if polled is not None and len(polled.offsets):
             batch = records_in_range(topic, rng, position, polled)
             if batch is not None:
                 yield batch

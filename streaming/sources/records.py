@@ -41,7 +41,12 @@ LOG_APPEND_TIME = 1
 def _column(value: Sequence[int] | int, count: int) -> pa.Array:
     if isinstance(value, int):
         return pa.repeat(pa.scalar(value, pa.int32()), count)
-    return pa.array(value, pa.int32())
+    return _arrow(value, pa.int32())
+
+
+def _arrow(values, kind: pa.DataType) -> pa.Array:
+    """`values` (a list, a numpy array or already an Arrow array) as an Arrow array."""
+    return values if isinstance(values, pa.Array) else pa.array(values, kind)
 
 
 def record_batch(topic: str, partition: Sequence[int] | int, keys: Sequence[bytes | None],
@@ -53,14 +58,14 @@ def record_batch(topic: str, partition: Sequence[int] | int, keys: Sequence[byte
     import pyarrow.compute as pc  # not at import: Spark's planning processes import this module
 
     count = len(offsets)
-    millis = pa.array(timestamps_ms, pa.int64())
+    millis = _arrow(timestamps_ms, pa.int64())
     return pa.RecordBatch.from_arrays([
-        pa.array(keys, pa.binary()),
-        pa.array(values, pa.binary()),
+        _arrow(keys, pa.binary()),
+        _arrow(values, pa.binary()),
         # One value repeated: converting a list of a million equal strings costs 0.5 s.
         pa.repeat(pa.scalar(topic, pa.string()), count),
         _column(partition, count),
-        pa.array(offsets, pa.int64()),
+        _arrow(offsets, pa.int64()),
         pc.multiply(millis, 1000).cast(pa.timestamp("us", tz="UTC")),
         _column(timestamp_type, count),
     ], schema=ARROW_SCHEMA)
