@@ -21,7 +21,7 @@ consumers commit (one request per group and round). Then:
   --latency-start earliest` the job first reads the preloaded commits, so every group has state
   before the load starts (state size: many groups, few partitions each).
 
-Usage: python benchmarks/pipeline.py [--records N] [--groups N] [--client confluent|kafka-python]
+Usage: python benchmarks/pipeline.py [--records N] [--groups N] [--client kafka-python|confluent]
        [--runs N] [--latency-seconds S] [--settle S] [--rate R] [--trigger S]
        [--latency-broker fresh|preloaded] [--latency-start latest|earliest]
        [--conf key=value ...]
@@ -354,16 +354,12 @@ def print_batch_medians(progress: list[dict]) -> None:
 
 
 def main() -> None:
-    try:
-        import confluent_kafka  # noqa: F401
-        default_client = "confluent"
-    except ImportError:
-        default_client = "kafka-python"
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--groups", type=int, default=2_000)
     parser.add_argument("--partitions", type=int, default=25, help="partitions per group")
-    parser.add_argument("--client", default=default_client)
+    parser.add_argument("--client", default="kafka-python", choices=("kafka-python", "confluent"),
+                        help="the source's Kafka client (the job's default: kafka-python)")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--catchup-trigger", type=float, default=0.5,
                         help="trigger interval of the throughput runs, seconds")
