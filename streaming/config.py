@@ -63,8 +63,8 @@ class SourceConfig:
                                  "a restarted query continues from its checkpoint")
     max_records_per_trigger: Union[int, None] = _key(None, "at most this many records per "
                                                      "micro-batch (none: no limit)")
-    client: str = _key("kafka-python", "Kafka client of the kafka-python source: kafka-python or "
-                       "confluent (the `fast` extra, about 20% faster in a catch-up)")
+    client: str = _key("kafka-python", "Kafka client of the kafka-python source: kafka-python, "
+                       "or confluent (librdkafka, the `fast` extra; no faster in a catch-up)")
     kafka: dict[str, str] = _key({}, "client settings passed through (security.protocol, "
                                  "sasl.*, ssl.*), Kafka's dotted names")
     replay_path: Union[str, None] = _key(None, "capture file read by the replay source")
