@@ -214,10 +214,17 @@ def test_records_before_a_corrupt_batch_come_first_then_the_error(how):
         it.take()
 
 
-record = st.tuples(st.integers(-(1 << 40), 1 << 40),
-                   st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=20_000),
-                   st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=20)),
-                            max_size=2))
+def record_strategy(max_key: int, max_value: int):
+    """Records as `v2_batch` takes them: (timestamp delta, key, value, headers), with null keys
+    and values, headers, and deltas of any sign and size."""
+    return st.tuples(st.integers(-(1 << 40), 1 << 40),
+                     st.none() | st.binary(max_size=max_key),
+                     st.none() | st.binary(max_size=max_value),
+                     st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=20)),
+                              max_size=2))
+
+
+record = record_strategy(300, 20_000)
 
 
 @settings(max_examples=60, deadline=None)

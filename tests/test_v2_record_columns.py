@@ -15,7 +15,7 @@ from kafka.record.default_records import DefaultRecordBatch
 from streaming.sources import v2_record_columns
 from streaming.sources.kafka_python_batches import plain_batch
 from streaming.sources.v2_record_columns import CorruptBatch, PlainBatch, parse
-from test_kafka_python_batches import T0, _with_crc, commits, v2_batch
+from test_kafka_python_batches import T0, _with_crc, commits, record_strategy, v2_batch
 
 # The two ways `parse` finds where records start: across all batches at once with numpy, or
 # batch by batch in Python (the value is the number of batches from which numpy is used).
@@ -55,10 +55,7 @@ def rows(columns) -> list[tuple]:
                     columns.timestamp_types.tolist()))
 
 
-record = st.tuples(st.integers(-(1 << 40), 1 << 40),
-                   st.none() | st.binary(max_size=200), st.none() | st.binary(max_size=3_000),
-                   st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=20)),
-                            max_size=2))
+record = record_strategy(200, 3_000)
 
 
 @settings(max_examples=40, deadline=None)
