@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 from kafka.errors import CorruptRecordError
 
-from streaming.sources.records import CREATE_TIME, LOG_APPEND_TIME
+from streaming.sources.records import CREATE_TIME, LOG_APPEND_TIME, as_arrow
 from streaming.sources.v2_record_columns import PlainBatch, parse
 
 try:  # the per-partition iterator this module replaces; kafka-python 3.x keeps it here
@@ -59,22 +59,18 @@ class RecordColumns:
         return concat_columns(self.chunks)
 
 
-def _int64s(values) -> pa.Array:
-    return values if isinstance(values, pa.Array) else pa.array(values, pa.int64())
-
-
 def concat_columns(chunks: list[tuple]) -> tuple[np.ndarray, pa.Array, pa.Array, pa.Array,
                                                  np.ndarray]:
     """Chunks of (offsets, keys, values, timestamps_ms, timestamp_types) as one."""
     if len(chunks) == 1:
         offsets, keys, values, stamps, kinds = chunks[0]
-        return offsets, keys, values, _int64s(stamps), kinds
+        return offsets, keys, values, as_arrow(stamps, pa.int64()), kinds
     if not chunks:
         return (np.zeros(0, np.int64), pa.array([], pa.binary()), pa.array([], pa.binary()),
                 pa.array([], pa.int64()), np.zeros(0, np.int32))
     offsets, keys, values, stamps, kinds = zip(*chunks)
     return (np.concatenate(offsets), pa.concat_arrays(keys), pa.concat_arrays(values),
-            pa.concat_arrays([_int64s(s) for s in stamps]), np.concatenate(kinds))
+            pa.concat_arrays([as_arrow(s, pa.int64()) for s in stamps]), np.concatenate(kinds))
 
 
 def _iterated(batch, fetch_offset: int, check_crcs: bool, out: RecordColumns) -> None:
@@ -153,8 +149,6 @@ if _BASE is not None:
                             self.aborted_producer_ids.discard(batch.producer_id)
                         elif self._is_batch_aborted(batch):
                             skip = True
-                # After a v2 batch the next fetch starts past its last offset, even when
-                # compaction removed its last records.
                 plain = None if skip else plain_batch(batch)
                 if plain is not None:
                     pending.append((plain, batch.next_offset, batch.size_in_bytes))
@@ -163,6 +157,8 @@ if _BASE is not None:
                     if not skip:
                         _iterated(batch, self.fetch_offset, self.check_crcs, out)
                         self.bytes_read += batch.size_in_bytes
+                    # After a v2 batch the next fetch starts past its last offset, even when
+                    # compaction removed its last records (pending batches: in `_flush`).
                     after = (batch.next_offset if batch.magic == 2
                              else (out.last_offset() + 1 if len(out) else 0))
                     self.next_fetch_offset = max(self.next_fetch_offset, after)

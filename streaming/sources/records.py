@@ -41,10 +41,10 @@ LOG_APPEND_TIME = 1
 def _column(value: Sequence[int] | int, count: int) -> pa.Array:
     if isinstance(value, int):
         return pa.repeat(pa.scalar(value, pa.int32()), count)
-    return _arrow(value, pa.int32())
+    return as_arrow(value, pa.int32())
 
 
-def _arrow(values, kind: pa.DataType) -> pa.Array:
+def as_arrow(values, kind: pa.DataType) -> pa.Array:
     """`values` (a list, a numpy array or already an Arrow array) as an Arrow array."""
     return values if isinstance(values, pa.Array) else pa.array(values, kind)
 
@@ -58,14 +58,14 @@ def record_batch(topic: str, partition: Sequence[int] | int, keys: Sequence[byte
     import pyarrow.compute as pc  # not at import: Spark's planning processes import this module
 
     count = len(offsets)
-    millis = _arrow(timestamps_ms, pa.int64())
+    millis = as_arrow(timestamps_ms, pa.int64())
     return pa.RecordBatch.from_arrays([
-        _arrow(keys, pa.binary()),
-        _arrow(values, pa.binary()),
+        as_arrow(keys, pa.binary()),
+        as_arrow(values, pa.binary()),
         # One value repeated: converting a list of a million equal strings costs 0.5 s.
         pa.repeat(pa.scalar(topic, pa.string()), count),
         _column(partition, count),
-        _arrow(offsets, pa.int64()),
+        as_arrow(offsets, pa.int64()),
         pc.multiply(millis, 1000).cast(pa.timestamp("us", tz="UTC")),
         _column(timestamp_type, count),
     ], schema=ARROW_SCHEMA)
