@@ -9,7 +9,7 @@ from collections import namedtuple
 
 import pytest
 from crc32c import crc32c
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import Fetcher, IsolationLevel
@@ -18,6 +18,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from parse_paths import PATHS, path
 from streaming.sources.kafka_python_batches import (ColumnarPartitionRecords, RecordColumns,
                                                     use_columnar_records)
 
@@ -25,6 +26,13 @@ TP = TopicPartition("__consumer_offsets", 7)
 T0 = 1_763_000_000_000
 Aborted = namedtuple("Aborted", "producer_id first_offset")
 GZIP = 1
+
+
+@pytest.fixture(autouse=True, params=list(PATHS))
+def parse_path(request):
+    """Every test here on each way through the batch parser (small inputs would take one)."""
+    with path(request.param):
+        yield
 
 
 def v2_batch(base_offset, records, *, compression=0, producer_id=-1, transactional=False,
@@ -227,7 +235,8 @@ def record_strategy(max_key: int, max_value: int):
 record = record_strategy(300, 20_000)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # the same path for all
 @given(batches=st.lists(st.lists(record, min_size=1, max_size=40), min_size=1, max_size=4),
        skip=st.integers(0, 50), spread=st.sampled_from([1, 100, 20_000]))
 def test_any_uncompressed_batches_read_the_same(batches, skip, spread):

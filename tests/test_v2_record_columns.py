@@ -1,39 +1,25 @@
-"""The numpy parser of uncompressed v2 batches against kafka-python's own record iteration:
-the same offsets, keys, values and timestamps for any records, both when record starts are
-found across many batches at once and when they are walked one by one; corrupt batches end the
+"""The parser of uncompressed v2 batches against kafka-python's own record iteration: the same
+offsets, keys, values and timestamps for any records, on each of its three paths (numpy, numpy
+with record starts walked in Python, record by record in Python); corrupt batches end the
 records at the batch before them."""
 from __future__ import annotations
 
 import struct
-from contextlib import contextmanager
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
-from streaming.sources import v2_record_columns
 from streaming.sources.kafka_python_batches import plain_batch
 from streaming.sources.v2_record_columns import CorruptBatch, PlainBatch, parse
+from parse_paths import PATHS, path
 from test_kafka_python_batches import T0, _with_crc, commits, record_strategy, v2_batch
-
-# The two ways `parse` finds where records start: across all batches at once with numpy, or
-# batch by batch in Python (the value is the number of batches from which numpy is used).
-PATHS = {"numpy": 1, "walked": 10**9}
-
-
-@contextmanager
-def path(name: str):
-    saved = v2_record_columns._PYTHON_WALK_BELOW
-    v2_record_columns._PYTHON_WALK_BELOW = PATHS[name]
-    try:
-        yield
-    finally:
-        v2_record_columns._PYTHON_WALK_BELOW = saved
 
 
 @pytest.fixture(params=list(PATHS))
 def walk(request):
+    """Each path through the parser, whatever the input's size."""
     with path(request.param):
         yield
 
@@ -135,7 +121,7 @@ def test_damaged_bytes_read_the_same_every_way_or_are_reported(patches, victim):
     """Any bytes of a batch's record area overwritten (the last batch's too, where a length
     read as huge points past everything): never a crash; the batches before the damaged one
     come out as kafka-python reads them; the damaged one reads, or is reported, the same way on
-    both paths."""
+    every path."""
     raws = [v2_batch(i * 3, commits(3)) for i in range(6)]
     batches = [plain(raw) for raw in raws]
     data = bytearray(batches[victim].data)
@@ -149,7 +135,7 @@ def test_damaged_bytes_read_the_same_every_way_or_are_reported(patches, victim):
         with path(way):
             columns, error = parse(batches, 0)
         outcomes.append((rows(columns), None if error is None else error.index))
-    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] == outcomes[1] == outcomes[2]
     found, error_at = outcomes[0]
     before = kafka_pythons(raws[:victim], 0)
     assert found[:len(before)] == before
