@@ -109,20 +109,10 @@ def _walk(buf: bytes, pos: int, end: int, count: int) -> tuple[list[int], list[i
             pos += 2
             length = (z >> 1) ^ -(z & 1)
         else:
-            value = shift = 0
-            at = pos
-            while True:
-                b = buf[at] if at < end else 0x80
-                value |= (b & 0x7F) << shift
-                at += 1
-                shift += 7
-                if not b & 0x80 or shift >= 35:
-                    break
-            if b & 0x80:
+            try:
+                length, pos = _long_varint(buf, pos, end)
+            except (ValueError, IndexError):
                 length = -1
-            else:
-                pos = at
-                length = (value >> 1) ^ -(value & 1)
         if length < 0:
             add_start(pos)
             add_length(-1)
@@ -190,7 +180,7 @@ def _append_records(batch: PlainBatch, fetch_offset: int, offsets: list[int],
             length = (z >> 1) ^ -(z & 1)
             pos += 2
         else:
-            length, pos = _long_varint(buf, pos)
+            length, pos = _long_varint(buf, pos, size_of_buf)
         end = pos + length
         b = buf[pos + 1]  # after the attributes
         if b < 0x80:
@@ -201,7 +191,7 @@ def _append_records(batch: PlainBatch, fetch_offset: int, offsets: list[int],
             delta_ts = (z >> 1) ^ -(z & 1)
             pos += 3
         else:
-            delta_ts, pos = _long_varint(buf, pos + 1, 10)
+            delta_ts, pos = _long_varint(buf, pos + 1, size_of_buf, 10)
         b = buf[pos]
         if b < 0x80:
             delta_offset = (b >> 1) ^ -(b & 1)
@@ -211,7 +201,7 @@ def _append_records(batch: PlainBatch, fetch_offset: int, offsets: list[int],
             delta_offset = (z >> 1) ^ -(z & 1)
             pos += 2
         else:
-            delta_offset, pos = _long_varint(buf, pos)
+            delta_offset, pos = _long_varint(buf, pos, size_of_buf)
         b = buf[pos]
         if b < 0x80:
             size = (b >> 1) ^ -(b & 1)
@@ -221,7 +211,7 @@ def _append_records(batch: PlainBatch, fetch_offset: int, offsets: list[int],
             size = (z >> 1) ^ -(z & 1)
             pos += 2
         else:
-            size, pos = _long_varint(buf, pos)
+            size, pos = _long_varint(buf, pos, size_of_buf)
         if size >= 0:
             key = buf[pos:pos + size]
             pos += size
@@ -237,7 +227,7 @@ def _append_records(batch: PlainBatch, fetch_offset: int, offsets: list[int],
             size = (z >> 1) ^ -(z & 1)
             pos += 2
         else:
-            size, pos = _long_varint(buf, pos)
+            size, pos = _long_varint(buf, pos, size_of_buf)
         if size >= 0:
             value = buf[pos:pos + size]
             pos += size
@@ -255,11 +245,11 @@ def _append_records(batch: PlainBatch, fetch_offset: int, offsets: list[int],
         raise ValueError(f"{size_of_buf - pos} bytes after the last record")
 
 
-def _long_varint(buf: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+def _long_varint(buf: bytes, pos: int, end: int, max_bytes: int = 5) -> tuple[int, int]:
     """A zigzag varint of any length at `pos` and the position after it; ValueError if it
-    does not end within `max_bytes`."""
+    does not end within `max_bytes` and before `end`."""
     value = shift = 0
-    for at in range(pos, pos + max_bytes):
+    for at in range(pos, min(pos + max_bytes, end)):
         b = buf[at]
         value |= (b & 0x7F) << shift
         if not b & 0x80:
