@@ -20,7 +20,7 @@ from kafka.record.memory_records import MemoryRecords
 
 from parse_paths import PATHS, path
 from streaming.sources.kafka_python_batches import (ColumnarPartitionRecords, RecordColumns,
-                                                    use_columnar_records)
+                                                    concat_columns, use_columnar_records)
 
 TP = TopicPartition("__consumer_offsets", 7)
 T0 = 1_763_000_000_000
@@ -109,7 +109,7 @@ def columnar(raw, fetch_offset=0, **kw):
         taken = it.take()
         assert len(taken) <= 1  # the whole fetch response at once
         for cols in taken:
-            offsets, keys, values, stamps, kinds = cols.columns()
+            offsets, keys, values, stamps, kinds = concat_columns(cols.chunks)
             assert isinstance(cols, RecordColumns) and cols.offset == offsets[0]
             rows += list(zip(offsets.tolist(), keys.to_pylist(), values.to_pylist(),
                              stamps.to_pylist(), kinds.tolist()))
@@ -216,7 +216,7 @@ def test_records_before_a_corrupt_batch_come_first_then_the_error(how):
     first = it.take()
     # Nothing of the bad batch, not even its readable first records: the position stays before
     # it, so they would be read twice.
-    assert [c.columns()[0].tolist() for c in first] == [[0, 1, 2]]
+    assert [concat_columns(c.chunks)[0].tolist() for c in first] == [[0, 1, 2]]
     assert it.next_fetch_offset == 3
     with pytest.raises(CorruptRecordError):
         it.take()

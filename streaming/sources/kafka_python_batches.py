@@ -34,10 +34,9 @@ _NO_COMPRESSION = 0
 
 
 class RecordColumns:
-    """Records from the fetch offset on, as columns: offsets (numpy int64), keys and values
-    (Arrow binary), timestamps (Arrow int64, null for magic 0 records) and timestamp types
-    (numpy int32). `offset` is the first offset (kafka-python's iterator skips items whose
-    `offset` is below the fetch offset)."""
+    """Records from the fetch offset on, in chunks of columns (offsets, keys, values,
+    timestamps_ms, timestamp_types) that `concat_columns` joins into one. `offset` is the first
+    offset (kafka-python's iterator skips items whose `offset` is below the fetch offset)."""
 
     def __init__(self) -> None:
         self.chunks: list[tuple] = []
@@ -53,10 +52,6 @@ class RecordColumns:
 
     def last_offset(self) -> int | None:
         return int(self.chunks[-1][0][-1]) if self.chunks else None
-
-    def columns(self) -> tuple[np.ndarray, pa.Array, pa.Array, pa.Array, np.ndarray]:
-        """(offsets, keys, values, timestamps_ms, timestamp_types) of all records added."""
-        return concat_columns(self.chunks)
 
 
 def concat_columns(chunks: list[tuple]) -> tuple[np.ndarray, pa.Array, pa.Array, pa.Array,

@@ -303,7 +303,9 @@ def parse(batches: Sequence[PlainBatch], fetch_offset: int) -> tuple[Columns, Co
     lengths = np.full(total, -1, np.int64)
     first_slot = np.zeros(len(batches), np.int64)
     np.cumsum(counts[:-1], out=first_slot[1:])
-    cursor = batch_start + np.fromiter((b.first_record for b in batches), np.int64, len(batches))
+    first_record = batch_start + np.fromiter((b.first_record for b in batches), np.int64,
+                                             len(batches))
+    cursor = first_record.copy()
     active = np.flatnonzero(counts > 0)
     step = 0
     limit = len(joined) - _PAD  # reads start at or before it, so stay inside the padding
@@ -353,8 +355,7 @@ def parse(batches: Sequence[PlainBatch], fetch_offset: int) -> tuple[Columns, Co
     # 3. The first bad batch: broken records, or bytes left after the last record.
     last = first_slot + counts - 1
     has_records = counts > 0
-    tail = np.where(has_records, record_end[np.maximum(last, 0)], batch_start + np.fromiter(
-        (b.first_record for b in batches), np.int64, len(batches)))
+    tail = np.where(has_records, record_end[np.maximum(last, 0)], first_record)
     bad_batch = np.zeros(len(batches), bool)
     bad_batch[batch_of[broken]] = True
     bad_batch |= tail != batch_end
