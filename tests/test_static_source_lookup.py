@@ -1,0 +1,67 @@
+"""A new session of the job never runs Spark's search for data sources installed as `pyspark_*`
+packages (streaming/static_source_lookup.py), and its own sources still load."""
+from __future__ import annotations
+
+from driver_session import run_new_session
+from streaming.sources.records import KAFKA_SCHEMA
+from streaming.stage_schema import STAGE_SCHEMA
+
+# -Xshare:auto leaves out the class-data archive, which a JVM would otherwise spend seconds
+# writing into the test's cache directory on its way out.
+_SESSION = """
+import json, os
+from streaming.config import Config, SourceConfig, SparkConfig
+from streaming.job import build_spark
+
+config = Config(spark=SparkConfig(master="local[1]",
+                                  conf={"spark.driver.extraJavaOptions": "-Xshare:auto"}),
+                source=SourceConfig(type="replay", replay_path=CAPTURE))
+spark = build_spark(config)
+jvm = spark.sparkContext._jvm
+STEP
+manager = getattr(getattr(jvm.org.apache.spark.sql.execution.datasources, "DataSourceManager$"),
+                  "MODULE$")
+me = str(jvm.java.lang.ProcessHandle.current().pid())
+searches = []
+for pid in os.listdir("/proc"):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            parent = fh.read().rsplit(")", 1)[1].split()[1]
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            command = fh.read().replace(b"\\0", b" ").decode()
+    except (OSError, IndexError):
+        continue
+    if parent == me and "lookup_data_sources" in command:
+        searches.append(command)
+print(json.dumps({"columns": COLUMNS, "searches": searches,
+                  "found": manager.dataSourceBuilders().get().size()}))
+"""
+
+_JOB_SOURCE = """
+from streaming.sources import build_source
+frame = build_source(spark, config, decoded=True)
+"""
+
+_SPARK_ALONE = """
+from streaming.sources.replay import ReplayDataSource
+spark.dataSource.register(ReplayDataSource)
+frame = spark.readStream.format("groupscope-replay").option("path", CAPTURE).load()
+"""
+
+
+def _session(step: str, capture: str, cache) -> dict:
+    script = _SESSION.replace("STEP", step).replace("COLUMNS", "frame.columns")
+    return run_new_session(script.replace("CAPTURE", repr(capture)), cache)
+
+
+def test_the_jobs_source_loads_without_the_search(tmp_path):
+    capture = tmp_path / "empty.jsonl"
+    capture.write_text("")
+    job = _session(_JOB_SOURCE, str(capture), tmp_path)
+    assert job["searches"] == []
+    assert job["found"] == 0
+    assert job["columns"] == STAGE_SCHEMA.names
+    # What the check above would see without the skip: Spark's search, still running.
+    plain = _session(_SPARK_ALONE, str(capture), tmp_path)
+    assert len(plain["searches"]) >= 1
+    assert plain["columns"] == KAFKA_SCHEMA.fieldNames()
