@@ -3,7 +3,8 @@
 Starts a throw-away tansu broker (the test broker, `test` extra), creates `__consumer_offsets`
 (50 partitions) and preloads it with offset commits of GROUPS groups x PARTITIONS partitions,
 each group in its own coordinator partition (`partition_for`), written round by round the way
-consumers commit (one request per group and round). Then:
+consumers commit: one request per group and round, so one record batch of PARTITIONS records,
+as a broker writes it. Then:
 
 * start-up: building the SparkSession (JVM launch), reported on its own;
 * throughput: `streaming.job.Job` from an empty checkpoint until every group's final offsets are
@@ -88,8 +89,12 @@ def fill(bootstrap: str, groups: int, partitions: int, rounds: int) -> int:
     """Produce rounds x groups x partitions commits; returns the record count."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50,
-                         "batch.num.messages": 10000, "queue.buffering.max.messages": 2_000_000,
+    # A broker writes each commit request as one batch: here a group's commits of one round.
+    # The group's records go to its coordinator partition one after another, so batches of
+    # `partitions` messages, held until full, are exactly those requests.
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5_000,
+                         "batch.num.messages": partitions,
+                         "queue.buffering.max.messages": 2_000_000,
                          "queue.buffering.max.kbytes": 1 << 20})
     keys = [[commit_key(group_name(g), topic_of(g), p) for p in range(partitions)]
             for g in range(groups)]
