@@ -1,29 +1,14 @@
 """One Python worker daemon serves the whole job, and the job starts it early."""
 from __future__ import annotations
 
-import os
-
 from job_support import mixed_timeline, replay_to_end, timeline_lines, write_capture
+from jvm_children import jvm_children
 from streaming.daemon_prestart import run_python_task, start_worker_daemon
 
 
 def _worker_daemons(spark) -> set[int]:
     """The JVM's child processes that run groupscope's worker daemon."""
-    jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    daemons = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                command = fh.read().replace(b"\0", b" ").decode()
-        except (OSError, ValueError):
-            continue
-        if parent == jvm and "-m streaming.spark_daemon" in command:
-            daemons.add(int(entry))
-    return daemons
+    return set(jvm_children(spark, "-m streaming.spark_daemon"))
 
 
 def test_the_early_start_the_read_tasks_and_the_state_stage_share_one_daemon(spark, tmp_path):

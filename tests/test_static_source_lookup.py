@@ -9,7 +9,9 @@ from streaming.stage_schema import STAGE_SCHEMA
 # -Xshare:auto leaves out the class-data archive, which a JVM would otherwise spend seconds
 # writing into the test's cache directory on its way out.
 _SESSION = """
-import json, os
+import json, sys
+sys.path.insert(0, "tests")
+from jvm_children import jvm_children
 from streaming.config import Config, SourceConfig, SparkConfig
 from streaming.job import build_spark
 
@@ -17,22 +19,11 @@ config = Config(spark=SparkConfig(master="local[1]",
                                   conf={"spark.driver.extraJavaOptions": "-Xshare:auto"}),
                 source=SourceConfig(type="replay", replay_path=CAPTURE))
 spark = build_spark(config)
-jvm = spark.sparkContext._jvm
 STEP
+jvm = spark.sparkContext._jvm
 manager = getattr(getattr(jvm.org.apache.spark.sql.execution.datasources, "DataSourceManager$"),
                   "MODULE$")
-me = str(jvm.java.lang.ProcessHandle.current().pid())
-searches = []
-for pid in os.listdir("/proc"):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            parent = fh.read().rsplit(")", 1)[1].split()[1]
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            command = fh.read().replace(b"\\0", b" ").decode()
-    except (OSError, IndexError):
-        continue
-    if parent == me and "lookup_data_sources" in command:
-        searches.append(command)
+searches = list(jvm_children(spark, "lookup_data_sources").values())
 print(json.dumps({"columns": COLUMNS, "searches": searches,
                   "found": manager.dataSourceBuilders().get().size()}))
 """
