@@ -19,18 +19,14 @@ import logging
 log = logging.getLogger("groupscope.job")
 
 
-def skip_static_source_lookup(spark) -> bool:
-    """Marks the search as done, with nothing found, unless it has run; True when it will not run
-    now (skipped here or done before)."""
+def skip_static_source_lookup(spark) -> None:
+    """Marks the search as done, with nothing found, unless it has run already."""
     jvm = spark.sparkContext._jvm
     try:
         package = jvm.org.apache.spark.sql.execution.datasources
         manager = getattr(getattr(package, "DataSourceManager$"), "MODULE$")
-        if manager.dataSourceBuilders().isDefined():
-            return True
-        empty = getattr(getattr(jvm.scala.collection.immutable, "Map$"), "MODULE$").empty()
-        getattr(manager, "dataSourceBuilders_$eq")(jvm.scala.Some(empty))
-        return True
+        if manager.dataSourceBuilders().isEmpty():
+            empty = getattr(getattr(jvm.scala.collection.immutable, "Map$"), "MODULE$").empty()
+            getattr(manager, "dataSourceBuilders_$eq")(jvm.scala.Some(empty))
     except Exception:  # another Spark version: it searches, as it would without groupscope
         log.debug("could not skip Spark's lookup of installed Python data sources", exc_info=True)
-        return False
