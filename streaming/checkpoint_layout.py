@@ -29,7 +29,7 @@ STATE_LAYOUT_FILE = "state-layout.json"
 LEGACY_STATE_SHARDS = 64
 
 
-def _fs_path(spark, path: str):
+def hadoop_fs_path(spark, path: str):
     jvm = spark._jvm
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
     return hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration()), hadoop_path
@@ -48,7 +48,7 @@ def state_shards(spark, checkpoint_path: str, default: int) -> int:
     `checkpoint.path`): the one it recorded, LEGACY_STATE_SHARDS for one that holds state but
     no record, else `default`, recorded now. Raises ValueError for a record it cannot read."""
     root = checkpoint_path.rstrip("/")
-    fs, layout = _fs_path(spark, f"{root}/{STATE_LAYOUT_FILE}")
+    fs, layout = hadoop_fs_path(spark, f"{root}/{STATE_LAYOUT_FILE}")
     if fs.exists(layout):
         text = _read(spark, fs, layout).decode("utf-8", "replace")
         try:
@@ -59,7 +59,7 @@ def state_shards(spark, checkpoint_path: str, default: int) -> int:
             raise ValueError(f"{root}/{STATE_LAYOUT_FILE} does not say how many state shards "
                              f"the checkpoint has: {text[:80]!r}")
         return shards
-    state_fs, state = _fs_path(spark, f"{root}/query/{_STATE_DIR}")
+    state_fs, state = hadoop_fs_path(spark, f"{root}/query/{_STATE_DIR}")
     shards = LEGACY_STATE_SHARDS if state_fs.exists(state) else default
     stream = fs.create(layout, True)
     try:
@@ -72,7 +72,7 @@ def state_shards(spark, checkpoint_path: str, default: int) -> int:
 def has_legacy_group_state(spark, query_checkpoint: str) -> bool:
     """True when the checkpoint's state was written one key per group."""
     try:
-        fs, directory = _fs_path(spark, f"{query_checkpoint.rstrip('/')}/{_SCHEMA_DIR}")
+        fs, directory = hadoop_fs_path(spark, f"{query_checkpoint.rstrip('/')}/{_SCHEMA_DIR}")
         if not fs.exists(directory):
             return False
         for status in fs.listStatus(directory):

@@ -22,6 +22,7 @@ from coordinator import compact_json
 from streaming.config import Config
 from streaming.batch_timing import BatchDurations
 from streaming.checkpoint_layout import has_legacy_group_state, state_shards
+from streaming.checkpoint_renames import use_plain_renames
 from streaming.cli import UserError
 from streaming.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.gc_pause import collector_paused
@@ -374,6 +375,7 @@ class Job:
             shards = state_shards(self.spark, config.checkpoint.path, STATE_SHARDS)
         except ValueError as exc:
             raise UserError(f"checkpoint.path: {exc}") from None
+        use_plain_renames(self.spark, config.checkpoint.path)
         if self._offsets_client_factory is None and config.source.type in ("kafka-python", "kafka"):
             self._offsets_client_factory = offsets_client_factory(config)
         if self._progress_target is None and config.source.type in ("kafka-python", "kafka"):
