@@ -43,7 +43,24 @@ def test_topic_created_after_start_is_picked_up_from_its_first_offset(broker, ca
     end = reader.latestOffset(start, ReadAllAvailable())
     assert end == {topic: {"0": 1, "1": 2}}
     assert _read_all(reader, start, end) == [(0, 0, b"v0"), (1, 0, b"v1"), (1, 1, b"v2")]
+    # With no partitions the answer was not kept: asked again, it has them now.
+    assert reader.initialOffset() == {topic: {"0": 1, "1": 2}}
     reader.stop()
+
+
+def test_initial_offsets_stay_what_they_first_were(broker):
+    # Spark asks twice before the first batch; both answers must agree.
+    topic = f"init-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 1)
+    produce_raw(broker.bootstrap, topic, [(0, b"k", b"a%d" % i, 1) for i in range(2)])
+    reader = _reader(broker.bootstrap, topic, startingOffsets="latest")
+    assert reader.initialOffset() == {topic: {"0": 2}}
+    produce_raw(broker.bootstrap, topic, [(0, b"k", b"b%d" % i, 1) for i in range(3)])
+    assert reader.initialOffset() == {topic: {"0": 2}}
+    fresh = _reader(broker.bootstrap, topic, startingOffsets="latest")
+    assert fresh.initialOffset() == {topic: {"0": 5}}  # the log did move on
+    reader.stop()
+    fresh.stop()
 
 
 def test_limits_and_available_now_target(broker):

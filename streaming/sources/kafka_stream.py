@@ -75,6 +75,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: PartitionOffsets | None = None  # availableNow: never read past this
         self._seen_latest: PartitionOffsets | None = None  # for progress reports
         self._missing_logged = False
+        # Spark asks for the initial offsets again before each trigger until the first batch
+        # runs; once the topic has partitions the answer is kept, so the batch starts where the
+        # offsets log says even if retention moves the log start in between (and no lookup).
+        self._initial: dict | None = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -134,6 +138,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 backoff = min(backoff * 2, 10.0)
 
     def initialOffset(self) -> dict:
+        if self._initial is None:
+            initial = self._initial_offsets()
+            if not initial.get(self.options.topic):
+                return initial  # no partitions yet: ask again next time
+            self._initial = initial
+        return self._initial
+
+    def _initial_offsets(self) -> dict:
         earliest, latest = self._with_retries("reading the topic's offsets", self._bounds)
         wanted = parse_starting_offsets(self.options.starting_offsets, self.options.topic)
         start: PartitionOffsets = {}
