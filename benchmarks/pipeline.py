@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import shutil
 import statistics
 import struct
 import sys
@@ -430,6 +431,7 @@ def main() -> None:
             spark.stop()
     finally:
         broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)  # checkpoints and history of every run
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 
@@ -144,6 +145,7 @@ def main() -> None:
                       f"{cpu:.1f} CPU-s = {rows / cpu:,.0f} records per CPU-second")
         finally:
             spark.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
     finally:
         broker.stop()
 
