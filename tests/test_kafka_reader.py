@@ -87,3 +87,31 @@ def test_limits_and_available_now_target(broker):
         b"a%d" % i for i in range(10)]
     assert reader.reportLatestOffset() == {topic: {"0": 6, "1": 5}}
     reader.stop()
+
+
+def _task_sizes(reader, topic, start, end):
+    tasks = reader.partitions({topic: {str(p): o for p, o in start.items()}},
+                              {topic: {str(p): o for p, o in end.items()}})
+    return [sum(r.size for r in task.ranges) for task in tasks]
+
+
+def test_a_catch_up_is_read_in_few_even_tasks():
+    # Each task costs a worker round trip and a connection: 1M records over 50 partitions are
+    # two tasks, one per core, not one per 100,000 records.
+    reader = _reader("127.0.0.1:9", "t")
+    sizes = [20_000 - (p * 997) % 3_000 for p in range(50)]  # 1M at most
+    two = _task_sizes(reader, "t", {p: 0 for p in range(50)}, dict(enumerate(sizes)))
+    assert len(two) == 2 and sum(two) == sum(sizes)
+    assert abs(two[0] - two[1]) <= max(sizes)
+    # Three million: six even tasks of about 500,000.
+    six = _task_sizes(reader, "t", {p: 0 for p in range(50)}, {p: 60_000 for p in range(50)})
+    assert sum(six) == 3_000_000 and len(six) == 6 and max(six) - min(six) <= 60_000
+    # One busy partition is still cut, so both cores read it.
+    busy = _task_sizes(reader, "t", {0: 0}, {0: 400_000})
+    assert busy == [200_000, 200_000]
+    # Both sizes can be set.
+    small = _reader("127.0.0.1:9", "t", recordsPerSplit="10", recordsPerTask="10")
+    assert _task_sizes(small, "t", {0: 0, 1: 0}, {0: 25, 1: 5}) == [9, 9, 7, 5]
+    # Just over two tasks' worth: four even tasks, not two full ones and a third alone.
+    over = _task_sizes(reader, "t", {p: 0 for p in range(50)}, {p: 20_001 for p in range(50)})
+    assert len(over) == 4 and max(over) - min(over) <= 20_001

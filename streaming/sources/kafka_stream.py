@@ -201,7 +201,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                              from_offset_dict(self.options.topic, end),
                              self.options.records_per_split)
         return [KafkaRangePartition(task)
-                for task in pack_ranges(ranges, self.options.records_per_split)]
+                for task in pack_ranges(ranges, self.options.records_per_task)]
 
     def commit(self, end: dict) -> None:
         pass  # nothing to acknowledge: progress lives in Spark's checkpoint only

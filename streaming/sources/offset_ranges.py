@@ -101,25 +101,17 @@ def plan_ranges(start: Mapping[int, int], end: Mapping[int, int], records_per_sp
 
 def pack_ranges(ranges: list[OffsetRange], records_per_task: int, min_tasks: int = 2
                 ) -> list[list[OffsetRange]]:
-    """Consecutive ranges grouped into tasks of at most `records_per_task` records (a range
-    larger than that is a task of its own), and into at least `min_tasks` tasks when there are
-    that many ranges. A task costs Spark a Python worker round trip and the reader a client
-    connection, so a trigger with a little data in many partitions is read by a couple of tasks
-    rather than one per partition; such a trigger is cut into exactly `min_tasks` even tasks, as
-    a third task would run after the first two, not beside them."""
+    """Consecutive ranges grouped into near-even tasks: as few as keep a task near
+    `records_per_task` records, and a multiple of `min_tasks` (the cores that read them), so no
+    task is left to run alone at the end; never more tasks than ranges. A task costs Spark a
+    Python worker round trip and the reader a client connection, so a trigger with a little
+    data in many partitions is read by `min_tasks` tasks rather than one per partition."""
+    if not ranges:
+        return []
     total = sum(rng.size for rng in ranges)
-    if ranges and total <= records_per_task * min_tasks:
-        return _even_split(ranges, total, min(min_tasks, len(ranges)))
-    tasks: list[list[OffsetRange]] = []
-    size = 0
-    for rng in ranges:
-        if tasks and size + rng.size <= records_per_task:
-            tasks[-1].append(rng)
-            size += rng.size
-        else:
-            tasks.append([rng])
-            size = rng.size
-    return tasks
+    tasks = -(-total // max(1, records_per_task))
+    tasks = -(-tasks // min_tasks) * min_tasks
+    return _even_split(ranges, total, min(tasks, len(ranges)))
 
 
 def _even_split(ranges: list[OffsetRange], total: int, parts: int) -> list[list[OffsetRange]]:
