@@ -139,15 +139,36 @@ def base_config(args, workdir: str, name: str, bootstrap: str, starting: str, tr
         trigger=TriggerConfig(interval=trigger_s))
 
 
+def zygote_pid() -> int | None:
+    """The job's zygote (streaming/python_zygote.py), a child of this process: Spark's Python
+    processes are forked from it, so their CPU counts under it, not under the JVM."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if ppid == os.getpid() and b"streaming.python_zygote" in cmdline:
+            return int(entry)
+    return None
+
+
 class Cpu:
-    """CPU seconds of the JVM with its Python workers, of this driver process, and of tansu."""
+    """CPU seconds of the JVM with its Python workers (those forked by the zygote included), of
+    this driver process, and of tansu."""
 
     def __init__(self, jvm_pid: int, tansu_pid: int) -> None:
         self.jvm_pid, self.tansu_pid = jvm_pid, tansu_pid
+        self.zygote_pid = zygote_pid()
 
     def sample(self) -> tuple[float, float, float]:
         driver = os.times()
-        return (tree_cpu_seconds(self.jvm_pid), driver.user + driver.system,
+        workers = tree_cpu_seconds(self.zygote_pid) if self.zygote_pid else 0.0
+        return (tree_cpu_seconds(self.jvm_pid) + workers, driver.user + driver.system,
                 tree_cpu_seconds(self.tansu_pid))
 
     def jvm_alone(self) -> float:

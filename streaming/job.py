@@ -30,6 +30,7 @@ from streaming.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, 
                                unique_events)
 from streaming.jvm_class_cache import with_class_cache
 from streaming.jvm_jit import with_quick_jit
+from streaming.python_zygote import ENV_KEY as ZYGOTE_ENV, start_zygote
 from streaming.monitoring import (exporter_settings, offsets_client_factory, poller_settings,
                                   view_settings)
 from streaming.view import MonitorView
@@ -82,8 +83,13 @@ def build_spark(config: Config):
     local = own_master and config.spark.master.startswith("local")
     if "PYSPARK_PYTHON" not in os.environ:
         # Python workers must run this interpreter (the one with groupscope installed); in
-        # local mode without PySpark's zip on their path (streaming/worker_python.py).
+        # local mode without PySpark's zip on their path (streaming/worker_python.py), forked
+        # from a process that has imported what they run (streaming/python_zygote.py).
         os.environ["PYSPARK_PYTHON"] = worker_python() if local else sys.executable
+        if local and os.environ["PYSPARK_PYTHON"] != sys.executable:
+            zygote = start_zygote()
+            if zygote:
+                os.environ[ZYGOTE_ENV] = zygote[0]
     user_conf = dict(config.spark.conf)
     if local:
         # This process launches the driver JVM: it can map the classes an earlier run loaded

@@ -44,6 +44,9 @@ for entry in $PYTHONPATH; do
 done
 IFS=$old_ifs
 if [ -n "$kept" ]; then export PYTHONPATH="$kept"; else unset PYTHONPATH; fi
+if [ -n "$GROUPSCOPE_ZYGOTE" ] && [ -S "$GROUPSCOPE_ZYGOTE" ]; then
+  exec {python} -I -S {client} {python} "$@"
+fi
 exec {python} "$@"
 """
 
@@ -87,7 +90,8 @@ def worker_python(executable: str = sys.executable) -> str:
     dropped = spark_path_entries()
     if not dropped:
         return executable
-    script = _WRAPPER.format(python=shlex.quote(executable),
+    client = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_client.py")
+    script = _WRAPPER.format(python=shlex.quote(executable), client=shlex.quote(client),
                              dropped="|".join(shlex.quote(entry) for entry in dropped))
     digest = hashlib.sha256(script.encode()).hexdigest()[:16]
     folder = os.path.join(tempfile.gettempdir(), f"groupscope-{os.getuid()}")
