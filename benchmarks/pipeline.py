@@ -46,6 +46,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from broker import OFFSETS_TOPIC, create_offsets_topic, start_broker  # noqa: E402
+from jvm_children import children_of  # noqa: E402
 from coordinator import partition_for  # noqa: E402
 from coordinator.records import decode  # noqa: E402
 from source_throughput import tree_cpu_seconds  # noqa: E402
@@ -142,19 +143,8 @@ def base_config(args, workdir: str, name: str, bootstrap: str, starting: str, tr
 def zygote_pid() -> int | None:
     """The job's zygote (streaming/python_zygote.py), a child of this process: Spark's Python
     processes are forked from it, so their CPU counts under it, not under the JVM."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-        except OSError:
-            continue
-        if ppid == os.getpid() and b"streaming.python_zygote" in cmdline:
-            return int(entry)
-    return None
+    found = children_of(os.getpid(), "streaming.python_zygote")
+    return min(found) if found else None
 
 
 class Cpu:

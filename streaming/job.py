@@ -86,7 +86,8 @@ def build_spark(config: Config):
         # local mode without PySpark's zip on their path (streaming/worker_python.py), forked
         # from a process that has imported what they run (streaming/python_zygote.py).
         os.environ["PYSPARK_PYTHON"] = worker_python() if local else sys.executable
-        if local and os.environ["PYSPARK_PYTHON"] != sys.executable:
+        if (local and os.environ["PYSPARK_PYTHON"] != sys.executable
+                and ZYGOTE_ENV not in os.environ):  # GROUPSCOPE_ZYGOTE=off: no zygote
             zygote = start_zygote()
             if zygote:
                 os.environ[ZYGOTE_ENV] = zygote[0]

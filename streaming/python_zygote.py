@@ -115,6 +115,11 @@ def _run_child(request: dict, fds: list[int]) -> None:
         os.chdir(request["cwd"])
         module, args = request["argv"][1], request["argv"][2:]
         sys.argv = [module, *args]
+        try:  # its command line stays the zygote's; `top` and `ps -o comm` show the module
+            with open("/proc/self/comm", "w") as fh:
+                fh.write(module.rsplit(".", 1)[-1][:15])
+        except OSError:
+            pass
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:

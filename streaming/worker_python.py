@@ -13,6 +13,10 @@ execs the interpreter: they import the installed, compiled PySpark. 1M commits f
 checkpoint: 10.4 s against 14.3 s with a warm JVM, 28 s against 38–42 s for a new session's
 first query. On a cluster, executors use their own interpreter and nothing changes.
 
+When the job has started a zygote (streaming/python_zygote.py, named by `GROUPSCOPE_ZYGOTE`),
+the wrapper hands each start to streaming/zygote_client.py instead, which has the zygote fork
+the process; without one it execs the interpreter as before.
+
 Two more entries Spark puts there go the same way (`spark_path_entries`):
 * its copy of py4j, a zip, when this interpreter has the same py4j version installed;
 * the spark-core jar, which holds no Python. Every new task worker's first task calls

@@ -1,12 +1,12 @@
-"""The child processes of a session's driver JVM (Linux /proc): the Python processes Spark starts."""
+"""The child processes of a process (Linux /proc): the Python processes a session's driver JVM
+starts, or the zygote a driver starts."""
 from __future__ import annotations
 
 import os
 
 
-def jvm_children(spark, marker: str) -> dict[int, str]:
-    """Process id -> command line of the driver JVM's children whose command contains `marker`."""
-    jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+def children_of(parent_pid: int, marker: str) -> dict[int, str]:
+    """Process id -> command line of `parent_pid`'s children whose command contains `marker`."""
     children = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -18,6 +18,11 @@ def jvm_children(spark, marker: str) -> dict[int, str]:
                 command = fh.read().replace(b"\0", b" ").decode()
         except (OSError, ValueError, IndexError):
             continue
-        if parent == jvm and marker in command:
+        if parent == parent_pid and marker in command:
             children[int(entry)] = command
     return children
+
+
+def jvm_children(spark, marker: str) -> dict[int, str]:
+    """Process id -> command line of the driver JVM's children whose command contains `marker`."""
+    return children_of(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(), marker)

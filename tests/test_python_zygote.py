@@ -58,6 +58,7 @@ def test_a_forked_process_runs_the_module_on_the_callers_streams(zygote):
     assert got["argv"] == ["report", "3", "x y"] and got["stdin"] == "from stdin"
     assert got["probe"] == "seen" and got["cwd"] == ROOT and got["name"] == "__main__"
     assert "streaming.python_zygote" in got["cmdline"]  # forked from the zygote
+    assert got["comm"] == "zygote_probe"  # what `top` shows for it
 
 
 def test_the_zygote_declines_what_the_interpreter_fixes_at_start(zygote):

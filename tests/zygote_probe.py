@@ -12,10 +12,12 @@ def main() -> None:
     if mode == "report":
         with open("/proc/self/cmdline", "rb") as fh:
             cmdline = fh.read().replace(b"\0", b" ").decode()
+        with open("/proc/self/comm") as fh:
+            comm = fh.read().strip()
         sys.stderr.write("to stderr\n")
         print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": sys.stdin.read(),
                           "probe": os.environ.get("PROBE"), "cmdline": cmdline,
-                          "name": __name__, "pid": os.getpid()}))
+                          "name": __name__, "comm": comm}))
         sys.exit(int(sys.argv[2]))
     if mode == "wait":
         def on_term(number, _frame):
