@@ -231,6 +231,8 @@ def start_zygote(path: str | None = None, python: str = sys.executable
     if path is None:
         folder = os.path.join(tempfile.gettempdir(), f"groupscope-{os.getuid()}")
         os.makedirs(folder, mode=0o700, exist_ok=True)
+        if os.stat(folder).st_uid != os.getuid():  # anyone who can reach it can run code as us
+            return None
         path = os.path.join(folder, f"zygote-{os.getpid()}.sock")
     if len(path.encode()) > 100:  # sun_path holds 108 bytes
         return None

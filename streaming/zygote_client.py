@@ -18,6 +18,8 @@ import socket
 import struct
 import sys
 
+# A zygote that has not forked within this long is broken: start the usual way instead.
+_ANSWER_S = 30.0
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
               signal.SIGUSR2)
 
@@ -43,6 +45,7 @@ def main(argv):
         _exec(python, args)
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(_ANSWER_S)
         conn.connect(path)
         request = json.dumps({"argv": args, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
         socket.send_fds(conn, [struct.pack("!i", len(request)) + request], [0, 1, 2])
@@ -51,6 +54,7 @@ def main(argv):
         pid = None
     if pid is None or pid <= 0:
         _exec(python, args)  # no zygote, or it declined: start the usual way
+    conn.settimeout(None)  # the forked process may run for as long as the session
     for sig in _FORWARDED:
         signal.signal(sig, lambda number, _frame: os.kill(pid, number))
     status = _recv_int(conn)
