@@ -23,6 +23,9 @@ from streaming.cli import UserError
 
 ENV_PREFIX = "GROUPSCOPE_"
 CONFIG_PATH_VARIABLE = "GROUPSCOPE_CONFIG"  # the file to read; not itself a config key
+# Local mode's Python zygote (streaming/python_zygote.py): its socket, or "off"; not a config key.
+ZYGOTE_VARIABLE = "GROUPSCOPE_ZYGOTE"
+_NOT_KEYS = frozenset({CONFIG_PATH_VARIABLE, ZYGOTE_VARIABLE})
 
 
 def _duration(default: float, doc: str) -> Any:
@@ -175,7 +178,7 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None) -
     path = path or env.get(CONFIG_PATH_VARIABLE)
     raw: dict = read_yaml(path) if path else {}
     for name, value in sorted(env.items()):
-        if name.upper().startswith(ENV_PREFIX) and name.upper() != CONFIG_PATH_VARIABLE:
+        if name.upper().startswith(ENV_PREFIX) and name.upper() not in _NOT_KEYS:
             _set_from_env(raw, name, value)
     config = _build(Config, raw, "")
     validate(config)

@@ -36,9 +36,10 @@ import sys
 import tempfile
 import traceback
 
+from streaming.config import ZYGOTE_VARIABLE
 from streaming.spark_daemon import PRELOADED, THREAD_FREE_ENV, native_threads
 
-ENV_KEY = "GROUPSCOPE_ZYGOTE"
+ENV_KEY = ZYGOTE_VARIABLE
 # What Spark's planning and streaming runners import, besides the task workers' PRELOADED.
 RUNNERS = (
     "pyspark.daemon",

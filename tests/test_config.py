@@ -58,6 +58,7 @@ def test_environment_overrides_the_file(tmp_path):
         "GROUPSCOPE_EXPORTER__BASIC_AUTH__PASSWORD": "secret",
         "GROUPSCOPE_SPARK__CONF": "{spark.sql.shuffle.partitions: 8}",
         "GROUPSCOPE_METRICS__COMPAT": "burrow,kafka_lag_exporter",
+        "GROUPSCOPE_ZYGOTE": "off",  # local mode's Python zygote, not a config key
     })
     assert config.source.bootstrap_servers == "env:9092"
     assert config.lag.poll_interval == 30.0  # from the file, untouched

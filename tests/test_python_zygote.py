@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from driver_session import ROOT
+from driver_session import ROOT, run_new_session
 from streaming.python_zygote import ENV_KEY, start_zygote
 from streaming.worker_python import worker_python
 
@@ -134,3 +134,38 @@ def test_the_zygote_ends_with_its_driver(tmp_path):
     process.stdin.close()  # what the driver's exit does
     assert process.wait(timeout=30) == 0
     assert not os.path.exists(path)
+
+
+_SESSION = """
+import json, os, sys
+sys.path.insert(0, "tests")
+from jvm_children import children_of, jvm_children
+from streaming.config import Config, SourceConfig, SparkConfig
+from streaming.job import build_spark
+from streaming.sources import build_source
+
+config = Config(spark=SparkConfig(master="local[1]",
+                                  conf={"spark.driver.extraJavaOptions": "-Xshare:auto"}),
+                source=SourceConfig(type="replay", replay_path=CAPTURE))
+spark = build_spark(config)
+build_source(spark, config, decoded=True)  # Spark's Python process that creates the source
+print(json.dumps({"zygotes": list(children_of(os.getpid(), "streaming.python_zygote").values()),
+                  "clients": list(jvm_children(spark, "zygote_client.py").values()),
+                  "python": list(jvm_children(spark, "create_data_source").values())}))
+"""
+
+
+def test_the_jobs_session_starts_spark_python_through_its_zygote(tmp_path):
+    capture = tmp_path / "empty.jsonl"
+    capture.write_text("")
+    script = _SESSION.replace("CAPTURE", repr(str(capture)))
+    # The source's creator may start before the zygote is up: then it starts the usual way.
+    for _ in range(3):
+        got = run_new_session(script, tmp_path)
+        assert len(got["zygotes"]) == 1
+        if got["clients"]:
+            break
+    assert any("create_data_source" in c for c in got["clients"])
+    off = run_new_session(script, tmp_path, GROUPSCOPE_ZYGOTE="off")
+    assert off["zygotes"] == [] and off["clients"] == []
+    assert off["python"]  # started by the JVM itself
