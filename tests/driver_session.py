@@ -19,3 +19,21 @@ def run_new_session(script: str, cache_home, **extra_env: str) -> Any:
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# The start of a script for `run_new_session`: a job session (`build_spark`) over a replay
+# source at CAPTURE (replace it), local[1]. -Xshare:auto leaves out the class-data archive,
+# which a JVM would otherwise spend seconds writing into the test's cache directory on its way
+# out.
+REPLAY_SESSION = """
+import json, os, sys
+sys.path.insert(0, "tests")
+from jvm_children import children_of, jvm_children
+from streaming.config import Config, SourceConfig, SparkConfig
+from streaming.job import build_spark
+
+config = Config(spark=SparkConfig(master="local[1]",
+                                  conf={"spark.driver.extraJavaOptions": "-Xshare:auto"}),
+                source=SourceConfig(type="replay", replay_path=CAPTURE))
+spark = build_spark(config)
+"""

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from driver_session import ROOT, run_new_session
+from driver_session import REPLAY_SESSION, ROOT, run_new_session
 from streaming.python_zygote import ENV_KEY, start_zygote
 from streaming.worker_python import worker_python
 
@@ -136,18 +136,9 @@ def test_the_zygote_ends_with_its_driver(tmp_path):
     assert not os.path.exists(path)
 
 
-_SESSION = """
-import json, os, sys
-sys.path.insert(0, "tests")
-from jvm_children import children_of, jvm_children
-from streaming.config import Config, SourceConfig, SparkConfig
-from streaming.job import build_spark
+_SESSION = REPLAY_SESSION + """
 from streaming.sources import build_source
 
-config = Config(spark=SparkConfig(master="local[1]",
-                                  conf={"spark.driver.extraJavaOptions": "-Xshare:auto"}),
-                source=SourceConfig(type="replay", replay_path=CAPTURE))
-spark = build_spark(config)
 build_source(spark, config, decoded=True)  # Spark's Python process that creates the source
 print(json.dumps({"zygotes": list(children_of(os.getpid(), "streaming.python_zygote").values()),
                   "clients": list(jvm_children(spark, "zygote_client.py").values()),

@@ -2,23 +2,11 @@
 packages (streaming/static_source_lookup.py), and its own sources still load."""
 from __future__ import annotations
 
-from driver_session import run_new_session
+from driver_session import REPLAY_SESSION, run_new_session
 from streaming.sources.records import KAFKA_SCHEMA
 from streaming.stage_schema import STAGE_SCHEMA
 
-# -Xshare:auto leaves out the class-data archive, which a JVM would otherwise spend seconds
-# writing into the test's cache directory on its way out.
-_SESSION = """
-import json, sys
-sys.path.insert(0, "tests")
-from jvm_children import jvm_children
-from streaming.config import Config, SourceConfig, SparkConfig
-from streaming.job import build_spark
-
-config = Config(spark=SparkConfig(master="local[1]",
-                                  conf={"spark.driver.extraJavaOptions": "-Xshare:auto"}),
-                source=SourceConfig(type="replay", replay_path=CAPTURE))
-spark = build_spark(config)
+_SESSION = REPLAY_SESSION + """
 STEP
 jvm = spark.sparkContext._jvm
 manager = getattr(getattr(jvm.org.apache.spark.sql.execution.datasources, "DataSourceManager$"),
