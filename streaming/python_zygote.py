@@ -82,21 +82,25 @@ def _send_int(conn: socket.socket, value: int) -> None:
 
 def _recv_request(conn: socket.socket):
     """(request, fds), or None for a request that did not arrive whole."""
-    message, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+    conn.settimeout(5.0)  # the client sends at once; one that does not must not stall the loop
+    try:
+        message, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+    except OSError:
+        return None
     if len(message) < 4 or len(fds) != 3:
         for fd in fds:
             os.close(fd)
         return None
     size = struct.unpack("!i", message[:4])[0]
     body = message[4:]
-    while len(body) < size:
-        chunk = conn.recv(size - len(body))
-        if not chunk:
-            break
-        body += chunk
     try:
+        while len(body) < size:
+            chunk = conn.recv(size - len(body))
+            if not chunk:
+                break
+            body += chunk
         return json.loads(body[:size]), fds
-    except ValueError:
+    except (OSError, ValueError):
         for fd in fds:
             os.close(fd)
         return None
@@ -150,7 +154,7 @@ def serve(path: str) -> None:
     listener.listen(64)
     os.replace(partial, path)  # clients see the socket only once it accepts
     clients: dict[socket.socket, int] = {}  # connection -> forked pid
-    by_pid: dict[int, socket.socket] = {}
+    by_pid: dict[int, socket.socket | None] = {}  # forked pid -> its client, None once gone
     # A child's exit wakes the loop at once: its client exits as it did, without a delay.
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -197,9 +201,16 @@ def serve(path: str) -> None:
                         clients[conn] = pid
                         by_pid[pid] = conn
             for conn in [c for c in ready if c in clients]:
-                if not conn.recv(1):  # the client was killed: so is what it stood for
+                try:
+                    gone = not conn.recv(1)
+                except OSError:
+                    gone = True
+                if gone:  # the client was killed: so is what it stood for
+                    pid = clients.pop(conn)
+                    by_pid[pid] = None
+                    conn.close()
                     try:
-                        os.kill(clients[conn], signal.SIGKILL)
+                        os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
             while by_pid:

@@ -43,6 +43,21 @@ def main(argv):
     path = os.environ.get("GROUPSCOPE_ZYGOTE")
     if not path or args[:1] != ["-m"] or len(args) < 2:
         _exec(python, args)
+    # Signals are taken from the start: one that came before the forked process is known is
+    # passed on once it is, rather than killing this process and, with it, that one.
+    target, pending = [], []
+
+    def forward(number, _frame):
+        if not target:
+            pending.append(number)
+            return
+        try:
+            os.kill(target[0], number)
+        except ProcessLookupError:  # it has just exited; its status is on the way
+            pass
+
+    for sig in _FORWARDED:
+        signal.signal(sig, forward)
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.settimeout(_ANSWER_S)
@@ -50,13 +65,18 @@ def main(argv):
         request = json.dumps({"argv": args, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
         socket.send_fds(conn, [struct.pack("!i", len(request)) + request], [0, 1, 2])
         pid = _recv_int(conn)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: an environment JSON cannot carry
         pid = None
-    if pid is None or pid <= 0:
-        _exec(python, args)  # no zygote, or it declined: start the usual way
+    if pid is None or pid <= 0:  # no zygote, or it declined: start the usual way
+        for sig in _FORWARDED:
+            signal.signal(sig, signal.SIG_DFL)
+        for number in pending:  # what the signal would have done to that process
+            os.kill(os.getpid(), number)
+        _exec(python, args)
     conn.settimeout(None)  # the forked process may run for as long as the session
-    for sig in _FORWARDED:
-        signal.signal(sig, lambda number, _frame: os.kill(pid, number))
+    target.append(pid)
+    for number in pending:
+        forward(number, None)
     status = _recv_int(conn)
     if status is None:  # the zygote went away: the process it forked was killed with it
         os._exit(1)
