@@ -15,14 +15,13 @@ a few milliseconds instead.
 which passes its arguments, environment, working directory and standard streams over that
 socket. The forked process takes them over and runs MODULE as `python -m` would. The zygote
 declines, and the process starts the usual way, when anything the interpreter fixes at start-up
-differs (a `PYTHON*` environment variable such as PYTHONPATH or PYTHONHASHSEED), when the zygote
+differs (a `PYTHON*` environment variable such as PYTHONPATH or PYTHONHASHSEED, the locale, the
+working directory), when the zygote
 is not up yet, or when it has more than one thread (a fork would copy a process whose other
 threads are gone). The zygote ends when the driver does (its standard input closes).
 """
 from __future__ import annotations
 
-import gc
-import importlib
 import json
 import os
 import re
@@ -37,10 +36,11 @@ import tempfile
 import traceback
 
 from streaming.config import ZYGOTE_VARIABLE
-from streaming.spark_daemon import PRELOADED, THREAD_FREE_ENV, native_threads
+from streaming.spark_daemon import native_threads, preload
 
 ENV_KEY = ZYGOTE_VARIABLE
-# What Spark's planning and streaming runners import, besides the task workers' PRELOADED.
+# What Spark's planning and streaming runners import, besides the task workers' modules
+# (streaming.spark_daemon.PRELOADED).
 RUNNERS = (
     "pyspark.daemon",
     "pyspark.sql.worker.create_data_source",
@@ -60,17 +60,6 @@ _INTERPRETER_VAR = re.compile(r"PYTHON[A-Z0-9]*|LANG|LC_ALL|LC_CTYPE")
 def _interpreter_env(env) -> dict[str, str]:
     """The variables a Python interpreter reads when it starts."""
     return {k: v for k, v in env.items() if _INTERPRETER_VAR.fullmatch(k)}
-
-
-def _preload() -> None:
-    for key, value in THREAD_FREE_ENV.items():
-        os.environ.setdefault(key, value)
-    for name in (*PRELOADED, *RUNNERS):
-        try:
-            importlib.import_module(name)
-        except ImportError:  # another PySpark version: the forked process imports it itself
-            pass
-    gc.freeze()
 
 
 def _send_int(conn: socket.socket, value: int) -> None:
@@ -142,7 +131,7 @@ def _run_child(request: dict, fds: list[int]) -> None:
 
 def serve(path: str) -> None:
     """Accepts requests on the Unix socket `path` until standard input closes."""
-    _preload()
+    preload(RUNNERS)
     forkable = native_threads() <= 1
     if not forkable:
         print(f"groupscope zygote: {native_threads()} threads after preloading; Python "

@@ -53,10 +53,11 @@ PRELOADED = (
 )
 
 
-def preload() -> None:
+def preload(extra: tuple[str, ...] = ()) -> None:
+    """Imports PRELOADED and `extra` thread-free, then freezes them out of the collector."""
     for key, value in THREAD_FREE_ENV.items():
         os.environ.setdefault(key, value)
-    for name in PRELOADED:
+    for name in (*PRELOADED, *extra):
         try:
             importlib.import_module(name)
         except ImportError:  # another PySpark version: the worker imports what it needs itself
