@@ -19,9 +19,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from streaming.exporter import ExporterSettings, start_exporter  # noqa: E402
-from streaming.metrics_cache import MetricsCache  # noqa: E402
-from streaming.view import MonitorView, ViewSettings  # noqa: E402
+from streaming.exporter.server import ExporterSettings, start_exporter  # noqa: E402
+from streaming.exporter.metrics_cache import MetricsCache  # noqa: E402
+from streaming.exporter.view import MonitorView, ViewSettings  # noqa: E402
 
 TOPICS = 1000
 PARTITIONS = 50

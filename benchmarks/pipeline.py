@@ -7,7 +7,7 @@ consumers commit: one request per group and round, so one record batch of PARTIT
 as a broker writes it. Then:
 
 * start-up: building the SparkSession (JVM launch), reported on its own;
-* throughput: `streaming.job.Job` from an empty checkpoint until every group's final offsets are
+* throughput: `streaming.job.lifecycle.Job` from an empty checkpoint until every group's final offsets are
   in the driver's view (what the exporter serves), as records/s of wall time and per CPU-second
   (the JVM, its Python workers and this driver process; tansu is reported apart). Run `--runs`
   times in the same session, each on a fresh checkpoint: the first run pays for JIT compilation
@@ -141,9 +141,9 @@ def base_config(args, workdir: str, name: str, bootstrap: str, starting: str, tr
 
 
 def zygote_pid() -> int | None:
-    """The job's zygote (streaming/python_zygote.py), a child of this process: Spark's Python
+    """The job's zygote (streaming/localmode/python_zygote.py), a child of this process: Spark's Python
     processes are forked from it, so their CPU counts under it, not under the JVM."""
-    found = children_of(os.getpid(), "streaming.python_zygote")
+    found = children_of(os.getpid(), "streaming.localmode.python_zygote")
     return min(found) if found else None
 
 
@@ -184,7 +184,7 @@ def complete_groups(view, groups: int, partitions: int, rounds: int) -> int:
 
 def throughput_run(spark, args, workdir: str, run: int, bootstrap: str, records: int, cpu: Cpu
                    ) -> None:
-    from streaming.job import Job
+    from streaming.job.lifecycle import Job
 
     rounds = args.records // (args.groups * args.partitions)
     config = base_config(args, workdir, f"run-{run}", bootstrap, "earliest", args.catchup_trigger,
@@ -224,8 +224,8 @@ def throughput_run(spark, args, workdir: str, run: int, bootstrap: str, records:
 def stage_runs(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     """The pipeline cut after each stage, each into Spark's no-op sink (trigger availableNow):
     the cost of each stage is the difference to the previous line."""
-    from streaming.decode_stage import decoded_stream
-    from streaming.group_processor import GroupProcessor, stateful_stage
+    from streaming.pipeline.decode_stage import decoded_stream
+    from streaming.pipeline.state_stage import GroupProcessor, stateful_stage
     from streaming.sources import build_source
 
     config = base_config(args, workdir, "stages", bootstrap, "earliest", 1.0, None)
@@ -284,7 +284,7 @@ def steady_producer(bootstrap: str, groups: int, partitions: int, rate: float, s
 
 
 def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
-    from streaming.job import Job
+    from streaming.job.lifecycle import Job
 
     config = base_config(args, workdir, "latency", bootstrap, args.latency_start, args.trigger,
                          args.steady_max_records)
@@ -411,7 +411,7 @@ def main() -> None:
         records = fill(broker.bootstrap, args.groups, args.partitions, rounds)
         print(f"preloaded {records:,} commits ({args.groups} groups x {args.partitions} partitions "
               f"x {rounds} rounds) in {time.perf_counter() - t0:.1f}s; client {args.client}")
-        from streaming.job import build_spark
+        from streaming.job.lifecycle import build_spark
 
         t0 = time.perf_counter()
         spark = build_spark(base_config(args, workdir, "session", broker.bootstrap, "earliest",

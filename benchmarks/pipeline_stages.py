@@ -38,7 +38,7 @@ POLL_RECORDS = 20_000   # records per Arrow batch, as the source's polls deliver
 
 def source_batches(groups: int, partitions: int, rounds: int):
     """Arrow batches in Spark's Kafka schema, per offsets-topic partition in log order."""
-    from streaming.sources.records import record_batch
+    from streaming.kafka.records import record_batch
 
     per_partition: dict[int, list] = defaultdict(list)
     keys = [[commit_key(group_name(g), topic_of(g), p) for p in range(partitions)]
@@ -72,11 +72,11 @@ def main() -> None:
     import pandas as pd
     import pyarrow as pa
 
-    from streaming.decode_stage import decode_partition
-    from streaming.group_processor import GroupProcessor
-    from streaming.job import BatchSink, OffsetsTopicProgress
-    from streaming.history import HistoryWriter
-    from streaming.view import MonitorView
+    from streaming.pipeline.decode_stage import decode_partition
+    from streaming.pipeline.state_stage import GroupProcessor
+    from streaming.job.lifecycle import BatchSink, OffsetsTopicProgress
+    from streaming.job.history import HistoryWriter
+    from streaming.exporter.view import MonitorView
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=1_000_000)

@@ -29,8 +29,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from broker import create_topic, start_broker  # noqa: E402
 from streaming.sources.kafka_options import KafkaSourceOptions  # noqa: E402
 from streaming.sources.kafka_stream import offsets_client, partition_client  # noqa: E402
-from streaming.sources.offset_ranges import OffsetRange  # noqa: E402
-from streaming.sources.range_reader import ReadSettings, read_range  # noqa: E402
+from streaming.kafka.offset_ranges import OffsetRange  # noqa: E402
+from streaming.kafka.range_reader import ReadSettings, read_range  # noqa: E402
 
 
 def fill(bootstrap: str, topic: str, records: int, partitions: int) -> None:

@@ -19,11 +19,11 @@ from typing import Any, Mapping, Union
 
 import yaml
 
-from streaming.cli import UserError
+from streaming.errors import UserError
 
 ENV_PREFIX = "GROUPSCOPE_"
 CONFIG_PATH_VARIABLE = "GROUPSCOPE_CONFIG"  # the file to read; not itself a config key
-# Local mode's Python zygote (streaming/python_zygote.py): its socket, or "off"; not a config key.
+# Local mode's Python zygote (streaming/localmode/python_zygote.py): its socket, or "off"; not a config key.
 ZYGOTE_VARIABLE = "GROUPSCOPE_ZYGOTE"
 _NOT_KEYS = frozenset({CONFIG_PATH_VARIABLE, ZYGOTE_VARIABLE})
 
@@ -348,7 +348,7 @@ def validate(config: Config) -> None:
     _validate_simulator(config.simulator)
     if source.max_records_per_trigger is not None and source.max_records_per_trigger <= 0:
         raise UserError("config key source.max_records_per_trigger: must be a positive integer")
-    from streaming.sources.offset_ranges import parse_starting_offsets
+    from streaming.kafka.offset_ranges import parse_starting_offsets
     try:
         parse_starting_offsets(source.starting_offsets, source.topic)
     except ValueError as exc:

@@ -25,8 +25,8 @@ def broker() -> Broker:
 def build_test_spark():
     from pyspark.sql import SparkSession
 
-    from streaming.job import job_spark_conf
-    from streaming.worker_python import worker_python
+    from streaming.job.lifecycle import job_spark_conf
+    from streaming.localmode.worker_python import worker_python
 
     os.environ.setdefault("PYSPARK_PYTHON", worker_python())
     # The job's own settings, so the tests run what users run; plus a quiet, local-only UI.

@@ -30,7 +30,7 @@ import json, os, sys
 sys.path.insert(0, "tests")
 from jvm_children import children_of, jvm_children
 from streaming.config import Config, SourceConfig, SparkConfig
-from streaming.job import build_spark
+from streaming.job.lifecycle import build_spark
 
 config = Config(spark=SparkConfig(master="local[1]",
                                   conf={"spark.driver.extraJavaOptions": "-Xshare:auto"}),

@@ -10,7 +10,7 @@ from coordinator.state import GroupStore
 from coordinator.state.context import Context
 from state_timeline import (Timeline, cg_current, cg_epoch, cg_member, cg_target, cg_target_epoch,
                             group_metadata, group_tombstone, member, offset_commit)
-from streaming.capture_file import CapturedRecord, encode_line
+from streaming.sources.capture_file import CapturedRecord, encode_line
 from streaming.config import load_config
 
 T0 = 1_763_000_000_000  # 2025-11-13, a fixed clock for reproducible timelines
@@ -103,7 +103,7 @@ def replay_config(tmp_path, capture: str, **extra: str):
 def replay_to_end(spark, work_dir, capture: str):
     """A job over `capture` with its checkpoint and history under `work_dir`, run until it has
     read all of it, then stopped."""
-    from streaming.job import Job
+    from streaming.job.lifecycle import Job
 
     job = Job(replay_config(work_dir, capture), spark=spark, start_exporter=False,
               start_poller=False)

@@ -1,11 +1,11 @@
-"""The three ways through the v2 batch parser (streaming/sources/v2_record_columns.py), for tests
+"""The three ways through the v2 batch parser (streaming/kafka/v2_record_columns.py), for tests
 that want each of them whatever the size of their input."""
 from __future__ import annotations
 
 from contextlib import contextmanager
 from typing import Iterator
 
-from streaming.sources import v2_record_columns
+from streaming.kafka import v2_record_columns
 
 # (records from which numpy reads the fields, batches from which numpy finds where records
 # start): numpy for both; numpy fields with record starts walked in Python; everything record by

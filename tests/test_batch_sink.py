@@ -13,9 +13,9 @@ from collector_probe import garbage_collections
 from coordinator import compact_json
 from coordinator.state.reducer import apply_to_group
 from state_timeline import offset_commit
-from streaming.decode_stage import MONITOR_KEY
-from streaming.job import BatchSink, OffsetsTopicProgress
-from streaming.view import MonitorView
+from streaming.pipeline.decode_stage import MONITOR_KEY
+from streaming.job.lifecycle import BatchSink, OffsetsTopicProgress
+from streaming.exporter.view import MonitorView
 
 T0 = 1_700_000_000_000
 

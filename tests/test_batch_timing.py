@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streaming.batch_timing import BatchDurations
-from streaming.view import MonitorView
+from streaming.job.batch_timing import BatchDurations
+from streaming.exporter.view import MonitorView
 
 
 @dataclass

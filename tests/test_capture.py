@@ -6,8 +6,8 @@ import uuid
 import pytest
 
 from broker import create_topic, produce_raw
-from streaming.capture_file import CapturedRecord, decode_line, encode_line
-from streaming.cli import main
+from streaming.sources.capture_file import CapturedRecord, decode_line, encode_line
+from streaming.cli.main import main
 from streaming.sources.replay import ReplayStreamReader
 
 BASE = 1_700_000_000_000

@@ -1,12 +1,12 @@
-"""A checkpoint on the local disk is written with plain renames (streaming/checkpoint_renames.py);
+"""A checkpoint on the local disk is written with plain renames (streaming/localmode/checkpoint_renames.py);
 any other file system, or a manager the user chose, keeps Spark's choice."""
 from __future__ import annotations
 
 import pytest
 
 from job_support import mixed_timeline, reference_groups, replay_to_end, timeline_lines, write_capture
-from streaming.history import read_history
-from streaming.checkpoint_renames import MANAGER_KEY, PLAIN_RENAMES, use_plain_renames
+from streaming.job.history import read_history
+from streaming.localmode.checkpoint_renames import MANAGER_KEY, PLAIN_RENAMES, use_plain_renames
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import io
 import json
 
 from coordinator.records import decode, encode
-from streaming.cli import main
+from streaming.cli.main import main
 
 COMMIT = encode({"type": 1, "key": {"group": "orders-app", "topic": "orders", "partition": 7},
                  "value": {"version": 3, "offset": 1042, "leader_epoch": 5, "metadata": "",

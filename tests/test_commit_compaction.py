@@ -13,12 +13,12 @@ from coordinator.state import GroupState
 from memory_state import MemoryHandle
 from state_timeline import (group_metadata, group_tombstone, member, offset_commit,
                             offset_tombstone)
-from streaming.commit_compaction import superseded_commits_dropped
-from streaming.decode_stage import (MONITOR_KEY, decode_partition,
+from streaming.pipeline.commit_compaction import superseded_commits_dropped
+from streaming.pipeline.decode_stage import (MONITOR_KEY, decode_partition,
                                     decode_partition_every_record, decoded_rows)
-from streaming.group_processor import GroupProcessor
-from streaming.shard_state import unpack_entries
-from streaming.sources.records import record_batch
+from streaming.pipeline.state_stage import GroupProcessor
+from streaming.pipeline.shard_state import unpack_entries
+from streaming.kafka.records import record_batch
 
 GROUPS = ("alpha", "beta")
 TOPICS = ("orders", "payments")

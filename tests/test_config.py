@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from streaming.cli import UserError, main
+from streaming.cli.main import main
+from streaming.errors import UserError
 from streaming.config import Config, defaults_table, load_config, parse_duration
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

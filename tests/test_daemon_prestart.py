@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from job_support import mixed_timeline, replay_to_end, timeline_lines, write_capture
 from jvm_children import jvm_children
-from streaming.daemon_prestart import run_python_task, start_worker_daemon
+from streaming.localmode.daemon_prestart import run_python_task, start_worker_daemon
 
 
 def _worker_daemons(spark) -> set[int]:
     """The JVM's child processes that run groupscope's worker daemon."""
-    return set(jvm_children(spark, "-m streaming.spark_daemon"))
+    return set(jvm_children(spark, "-m streaming.localmode.spark_daemon"))
 
 
 def test_the_early_start_the_read_tasks_and_the_state_stage_share_one_daemon(spark, tmp_path):

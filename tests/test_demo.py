@@ -9,8 +9,8 @@ from coordinator.simulator import load_scenario
 from dashboards.livecheck import (check_queries, discover_variables, problems_only_labels,
                                   prometheus_binary, running_prometheus, wait_for_scrapes)
 from scrape_support import parse, scrape
-from streaming.cli import build_parser
-from streaming.commands import demo
+from streaming.cli.main import build_parser
+from streaming.cli.commands import demo
 
 
 def free_port() -> int:

@@ -9,10 +9,10 @@ import uuid
 import pytest
 
 from broker import create_topic, produce_raw
-from streaming.endoffsets import (EndOffsetPoller, KafkaPythonOffsetsClient, PollerSettings,
+from streaming.exporter.end_offset_poller import (EndOffsetPoller, KafkaPythonOffsetsClient, PollerSettings,
                                   kafka_topic_id)
-from streaming.families import build_families
-from streaming.view import MonitorView, ViewSettings
+from streaming.exporter.catalog import build_families
+from streaming.exporter.view import MonitorView, ViewSettings
 
 
 def committed_group(view: MonitorView, group: str, offsets: dict[tuple[str, int], int]) -> None:

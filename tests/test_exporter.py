@@ -12,11 +12,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator.status import StatusSettings
-from streaming.exporter import ExporterSettings, ViewCollector, start_exporter
-from streaming.exposition import render_text
-from streaming.families import build_families
-from streaming.metrics_cache import MetricsCache
-from streaming.view import MonitorView, ViewSettings
+from streaming.exporter.server import ExporterSettings, ViewCollector, start_exporter
+from streaming.exporter.exposition import render_text
+from streaming.exporter.catalog import build_families
+from streaming.exporter.metrics_cache import MetricsCache
+from streaming.exporter.view import MonitorView, ViewSettings
 from collector_probe import garbage_collections
 from scrape_support import parse, scrape
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-import streaming.group_processor as group_processor
+import streaming.pipeline.state_stage as group_processor
 from coordinator.records import encode
 from memory_state import MemoryHandle
 from state_timeline import offset_commit
-from streaming.decode_stage import MONITOR_KEY, decode_partition
-from streaming.group_processor import GroupProcessor
-from streaming.sources.records import record_batch
+from streaming.pipeline.decode_stage import MONITOR_KEY, decode_partition
+from streaming.pipeline.state_stage import GroupProcessor
+from streaming.kafka.records import record_batch
 
 
 def _stage_rows(groups: int) -> dict[str, object]:

@@ -13,8 +13,8 @@ from collector_probe import garbage_collections
 from coordinator.records import decode, encode
 from job_support import bad_records, mixed_timeline, replay_config, timeline_lines, write_capture
 from streaming.config import load_config
-from streaming.decode_stage import decoded_stream
-from streaming.monitor_rows import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
+from streaming.pipeline.decode_stage import decoded_stream
+from streaming.pipeline.monitor_rows import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
 from streaming.sources import build_source
 
 MAX_RECORDS = 20

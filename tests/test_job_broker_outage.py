@@ -16,7 +16,7 @@ from coordinator import partition_for
 from coordinator.records import encode
 from state_timeline import offset_commit
 from streaming.config import load_config
-from streaming.job import Job
+from streaming.job.lifecycle import Job
 
 T0 = int(time.time() * 1000)
 TOPIC = "offsets-outage"

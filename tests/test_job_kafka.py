@@ -20,8 +20,8 @@ from coordinator.records import encode
 from state_timeline import (cg_current, cg_epoch, cg_member, cg_target, cg_target_epoch,
                             group_metadata, member, offset_commit)
 from streaming.config import load_config
-from streaming.endoffsets import KafkaPythonOffsetsClient
-from streaming.job import Job
+from streaming.exporter.end_offset_poller import KafkaPythonOffsetsClient
+from streaming.job.lifecycle import Job
 
 T0 = int(time.time() * 1000) - 60_000  # a minute ago: recent enough that no group expires
 ORDERS_ENDS = {0: 40, 1: 50, 2: 60, 3: 70}

@@ -9,11 +9,11 @@ import pytest
 
 from job_support import (mixed_timeline, reference_groups, replay_config, replay_to_end,
                          timeline_lines, write_capture)
-from streaming import shard_state
-from streaming.checkpoint_layout import LEGACY_STATE_SHARDS, STATE_LAYOUT_FILE, state_shards
-from streaming.cli import UserError
-from streaming.history import read_history
-from streaming.job import Job, OffsetsTopicProgress, state_partitions
+from streaming.pipeline import shard_state
+from streaming.job.checkpoint_layout import LEGACY_STATE_SHARDS, STATE_LAYOUT_FILE, state_shards
+from streaming.errors import UserError
+from streaming.job.history import read_history
+from streaming.job.lifecycle import Job, OffsetsTopicProgress, state_partitions
 
 
 def test_ready_once_the_backlog_seen_at_start_is_read():

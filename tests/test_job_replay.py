@@ -5,8 +5,8 @@ import pytest
 
 from job_support import (bad_records, mixed_timeline, reference_groups, replay_config,
                          timeline_lines, write_capture)
-from streaming.history import read_history
-from streaming.job import Job
+from streaming.job.history import read_history
+from streaming.job.lifecycle import Job
 
 
 def _run(spark, config, max_records=None):
@@ -80,7 +80,7 @@ def test_rebalance_in_view_and_history(replayed):
 
 def test_history_command(replayed, capsys):
     from job_support import T0
-    from streaming.cli import main
+    from streaming.cli.main import main
 
     _, _, tmp = replayed
     assert main(["history", "--group", "orders-app", "--path", str(tmp / "history")]) == 0

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from coordinator.simulator import Simulation, load_scenario
-from streaming.history import latest_snapshots, read_history, unique_events
-from streaming.job import Job
+from streaming.job.history import latest_snapshots, read_history, unique_events
+from streaming.job.lifecycle import Job
 from job_support import replay_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,7 +85,7 @@ def test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run(spark, tmp_
     # The job picks its workers' interpreter itself, as under `groupscope run`.
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
     log = open(work / "run.log", "wb")
-    process = subprocess.Popen([sys.executable, "-m", "streaming.cli", "run", "-c", str(config_path)],
+    process = subprocess.Popen([sys.executable, "-m", "streaming.cli.main", "run", "-c", str(config_path)],
                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
     try:

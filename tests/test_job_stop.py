@@ -12,8 +12,8 @@ import pytest
 from py4j.protocol import Py4JJavaError
 
 from job_support import replay_config
-from streaming.job import BatchSink, Job, OffsetsTopicProgress, QueryStopping, collect_output
-from streaming.view import MonitorView
+from streaming.job.lifecycle import BatchSink, Job, OffsetsTopicProgress, QueryStopping, collect_output
+from streaming.exporter.view import MonitorView
 
 # What a cancelled collect raises in the sink: py4j's error with the Java stack trace.
 CANCELLED = ("An error occurred while calling o416.getResult.\n"

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from driver_session import run_new_session
-from streaming.jvm_class_cache import (QUIET, SETTLED_S, archive_key, class_cache_options,
+from streaming.localmode.jvm_class_cache import (QUIET, SETTLED_S, archive_key, class_cache_options,
                                        with_class_cache)
 
 MAGIC = (0xF00BABA8).to_bytes(4, sys.byteorder)
@@ -99,7 +99,7 @@ def test_a_directory_with_spaces_is_not_used(tmp_path):
 _RUN = """
 import json, os, sys, time
 from streaming.config import Config, SparkConfig
-from streaming.job import build_spark
+from streaming.job.lifecycle import build_spark
 spark = build_spark(Config(spark=SparkConfig(master="local[1]")))
 jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
 assert spark.range(5).count() == 5

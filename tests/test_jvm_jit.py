@@ -3,7 +3,7 @@ user's JVM options choose otherwise."""
 from __future__ import annotations
 
 from driver_session import run_new_session
-from streaming.jvm_jit import QUICK_JIT, with_quick_jit
+from streaming.localmode.jvm_jit import QUICK_JIT, with_quick_jit
 
 
 def test_the_quick_jit_goes_ahead_of_the_users_other_options():
@@ -22,7 +22,7 @@ def test_the_users_own_jit_choice_wins():
 _RUN = """
 import json
 from streaming.config import Config, SparkConfig
-from streaming.job import build_spark
+from streaming.job.lifecycle import build_spark
 spark = build_spark(Config(spark=SparkConfig(master="local[1]", conf=CONF)))
 jvm = spark.sparkContext._jvm
 args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())

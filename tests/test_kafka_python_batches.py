@@ -19,7 +19,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from parse_paths import PATHS, path
-from streaming.sources.kafka_python_batches import (ColumnarPartitionRecords, RecordColumns,
+from streaming.kafka.batches import (ColumnarPartitionRecords, RecordColumns,
                                                     concat_columns, use_columnar_records)
 
 TP = TopicPartition("__consumer_offsets", 7)

@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker import create_topic, produce_raw
 from streaming.config import load_config
-from streaming.monitoring import start_monitoring
+from streaming.job.settings import start_monitoring
 
 
 def test_start_monitoring_polls_and_serves(broker):

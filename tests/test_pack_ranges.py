@@ -1,7 +1,7 @@
 """Packing the source's offset ranges into Spark tasks."""
 from __future__ import annotations
 
-from streaming.sources.offset_ranges import OffsetRange, pack_ranges, plan_ranges
+from streaming.kafka.offset_ranges import OffsetRange, pack_ranges, plan_ranges
 
 
 def test_small_ranges_share_a_task_and_large_ones_stand_alone():

@@ -10,7 +10,7 @@ import sys
 
 HEAVY = ("pandas", "numpy", "pyarrow")
 # What only the read tasks need: the decoder and the compute kernels it runs on.
-DECODING = ("pyarrow.compute", "streaming.decode_stage", "coordinator.batch_decode",
+DECODING = ("pyarrow.compute", "streaming.pipeline.decode_stage", "coordinator.batch_decode",
             "coordinator.records")
 
 
@@ -23,7 +23,7 @@ def _loaded_after(module: str, names=HEAVY) -> dict[str, bool]:
 
 
 def test_the_state_processor_loads_without_pandas_numpy_or_pyarrow():
-    assert _loaded_after("streaming.group_processor") == {name: False for name in HEAVY}
+    assert _loaded_after("streaming.pipeline.state_stage") == {name: False for name in HEAVY}
 
 
 def test_the_sources_load_without_pandas_or_the_decoder():

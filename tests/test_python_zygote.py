@@ -1,5 +1,5 @@
-"""Spark's Python processes forked from the zygote (streaming/python_zygote.py) through the
-interpreter wrapper (streaming/worker_python.py) behave as `python -m` started them: arguments,
+"""Spark's Python processes forked from the zygote (streaming/localmode/python_zygote.py) through the
+interpreter wrapper (streaming/localmode/worker_python.py) behave as `python -m` started them: arguments,
 environment, standard streams, exit status and signals; anything the interpreter fixes at
 start-up that differs makes the zygote decline, and the process starts the usual way."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ import time
 import pytest
 
 from driver_session import REPLAY_SESSION, ROOT, run_new_session
-from streaming.python_zygote import ENV_KEY, start_zygote
-from streaming.worker_python import worker_python
+from streaming.localmode.python_zygote import ENV_KEY, start_zygote
+from streaming.localmode.worker_python import worker_python
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_a_forked_process_runs_the_module_on_the_callers_streams(zygote):
     got = json.loads(out.stdout)
     assert got["argv"] == ["report", "3", "x y"] and got["stdin"] == "from stdin"
     assert got["probe"] == "seen" and got["cwd"] == ROOT and got["name"] == "__main__"
-    assert "streaming.python_zygote" in got["cmdline"]  # forked from the zygote
+    assert "streaming.localmode.python_zygote" in got["cmdline"]  # forked from the zygote
     assert got["comm"] == "zygote_probe"  # what `top` shows for it
 
 
@@ -66,13 +66,13 @@ def test_the_zygote_declines_what_the_interpreter_fixes_at_start(zygote):
                 _env(path, PYTHONHASHSEED="7")):
         out = _run(["report", "0"], env)
         assert out.returncode == 0, out.stderr
-        assert "streaming.python_zygote" not in json.loads(out.stdout)["cmdline"]
+        assert "streaming.localmode.python_zygote" not in json.loads(out.stdout)["cmdline"]
 
 
 def test_without_a_zygote_the_process_starts_as_usual(tmp_path):
     out = _run(["report", "4"], _env(str(tmp_path / "none.sock")))
     assert out.returncode == 4
-    assert "streaming.python_zygote" not in json.loads(out.stdout)["cmdline"]
+    assert "streaming.localmode.python_zygote" not in json.loads(out.stdout)["cmdline"]
 
 
 def test_an_exception_ends_the_process_as_python_would(zygote):
@@ -139,7 +139,7 @@ _SESSION = REPLAY_SESSION + """
 from streaming.sources import build_source
 
 build_source(spark, config, decoded=True)  # Spark's Python process that creates the source
-print(json.dumps({"zygotes": list(children_of(os.getpid(), "streaming.python_zygote").values()),
+print(json.dumps({"zygotes": list(children_of(os.getpid(), "streaming.localmode.python_zygote").values()),
                   "clients": list(jvm_children(spark, "zygote_client.py").values()),
                   "python": list(jvm_children(spark, "create_data_source").values())}))
 """

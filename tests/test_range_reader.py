@@ -10,8 +10,8 @@ import pytest
 from broker import create_topic, end_offsets, produce_raw
 from streaming.sources.kafka_options import KafkaSourceOptions
 from streaming.sources.kafka_stream import offsets_client, partition_client
-from streaming.sources.offset_ranges import OffsetRange
-from streaming.sources.range_reader import (OffsetOutOfRange, Polled, ReadSettings,
+from streaming.kafka.offset_ranges import OffsetRange
+from streaming.kafka.range_reader import (OffsetOutOfRange, Polled, ReadSettings,
                                             SourceReadError, read_range)
 
 FAST = ReadSettings(timeout_s=2.0, warn_after_s=0.2, max_backoff_s=0.1)

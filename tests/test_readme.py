@@ -37,7 +37,7 @@ def test_local_links_resolve():
 
 
 def test_every_command_is_documented():
-    from streaming.cli import build_parser
+    from streaming.cli.main import build_parser
 
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices

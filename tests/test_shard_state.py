@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from streaming.shard_state import CorruptShardState, pack_entries, unpack_entries
+from streaming.pipeline.shard_state import CorruptShardState, pack_entries, unpack_entries
 
 entries = st.dictionaries(st.text(min_size=0, max_size=40), st.binary(max_size=300), max_size=30)
 

@@ -12,8 +12,8 @@ from broker import create_topic, produce_raw
 from streaming.sources import kafka_stream
 from streaming.sources.kafka_options import KafkaSourceOptions
 from streaming.sources.kafka_stream import KafkaRangePartition, KafkaStreamReader
-from streaming.sources.offset_ranges import OffsetRange
-from streaming.sources.range_reader import ReadSettings
+from streaming.kafka.offset_ranges import OffsetRange
+from streaming.kafka.range_reader import ReadSettings
 
 FAST = ReadSettings(timeout_s=3.0, warn_after_s=0.2, max_backoff_s=0.1)
 CLIENTS = pytest.mark.parametrize("client", ["kafka-python", "confluent"])
@@ -171,7 +171,7 @@ class _ScriptedConsumer:
 def test_records_before_an_error_in_the_same_poll_are_handed_out(monkeypatch):
     from confluent_kafka import KafkaError
 
-    from streaming.sources import confluent_client
+    from streaming.kafka import confluent_client
 
     polls = [[_Message(0, 0), _Message(0, 1), _Message(1, 7, _Error(KafkaError.OFFSET_OUT_OF_RANGE)),
               _Message(0, 2)]]

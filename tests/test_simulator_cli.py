@@ -5,7 +5,7 @@ import json
 
 from coordinator.records import decode
 from coordinator.simulator import from_capture
-from streaming.cli import main
+from streaming.cli.main import main
 
 
 def test_simulate_writes_capture_truth_and_table(tmp_path, capsys):

@@ -10,7 +10,7 @@ import pytest
 from coordinator.partitioning import partition_for
 from coordinator.records import decode
 from coordinator.simulator import STRATEGIES, load_scenario, parse_scenario
-from streaming.capture_file import decode_line
+from streaming.sources.capture_file import decode_line
 from streaming.sources.simulator import (SimulatedClock, SimulatorFeed, build_simulations,
                                          merged_log)
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from streaming.sources.kafka_options import parse_options
-from streaming.sources.offset_ranges import (OffsetRange, from_offset_dict, limit_end,
+from streaming.kafka.offset_ranges import (OffsetRange, from_offset_dict, limit_end,
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
 
 T = "__consumer_offsets"

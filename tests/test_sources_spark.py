@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from broker import create_topic, produce_raw
-from streaming.cli import UserError
+from streaming.errors import UserError
 from streaming.config import load_config
 from streaming.sources import KAFKA_SCHEMA, build_source
 

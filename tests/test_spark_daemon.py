@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from streaming.spark_daemon import PRELOADED, THREAD_FREE_ENV
+from streaming.localmode.spark_daemon import PRELOADED, THREAD_FREE_ENV
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = ("import os, sys\n"
-         "from streaming.spark_daemon import native_threads, preload\n"
+         "from streaming.localmode.spark_daemon import native_threads, preload\n"
          "preload()\n"
          "missing = [m for m in sys.argv[1:] if m not in sys.modules]\n"
          "print(native_threads(), missing)\n"
@@ -54,12 +54,12 @@ def test_spark_forks_python_workers_from_this_daemon(spark):
             yield fh.read().replace(b"\0", b" ").decode()
 
     commands = spark.sparkContext.parallelize(range(2), 2).mapPartitions(parent_command).collect()
-    assert commands and all("-m streaming.spark_daemon pyspark.worker" in c for c in commands)
+    assert commands and all("-m streaming.localmode.spark_daemon pyspark.worker" in c for c in commands)
 
 
 def test_workers_start_with_the_job_modules_already_imported(spark):
     def preloaded_at_start(_rows):
-        yield all(name in sys.modules for name in ("pandas", "pyarrow", "streaming.decode_stage"))
+        yield all(name in sys.modules for name in ("pandas", "pyarrow", "streaming.pipeline.decode_stage"))
 
     assert spark.sparkContext.parallelize(range(2), 2).mapPartitions(preloaded_at_start).collect() \
         == [True, True]
@@ -80,7 +80,7 @@ def test_workers_inherit_the_frozen_objects(spark):
 
 
 def test_a_connection_the_jvm_reset_ends_the_worker_without_a_traceback(capsys):
-    from streaming.spark_daemon import quiet_on_reset
+    from streaming.localmode.spark_daemon import quiet_on_reset
 
     def reset(sock, authenticated):
         raise ConnectionResetError(104, "Connection reset by peer")

@@ -1,10 +1,10 @@
 """A new session of the job never runs Spark's search for data sources installed as `pyspark_*`
-packages (streaming/static_source_lookup.py), and its own sources still load."""
+packages (streaming/localmode/static_source_lookup.py), and its own sources still load."""
 from __future__ import annotations
 
 from driver_session import REPLAY_SESSION, run_new_session
-from streaming.sources.records import KAFKA_SCHEMA
-from streaming.stage_schema import STAGE_SCHEMA
+from streaming.kafka.records import KAFKA_SCHEMA
+from streaming.pipeline.stage_schema import STAGE_SCHEMA
 
 _SESSION = REPLAY_SESSION + """
 STEP

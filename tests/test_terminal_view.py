@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 import threading
 
-from streaming.terminal_view import RebalanceLogView, TerminalView, render, snapshot
+from streaming.cli.terminal_view import RebalanceLogView, TerminalView, render, snapshot
 
 NOW_S = 1_800_000_100.0   # 2027-01-15 08:01:40 UTC
 T_MS = 1_800_000_000_000  # 100 s earlier

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
-from streaming.sources.kafka_python_batches import plain_batch
-from streaming.sources.v2_record_columns import CorruptBatch, PlainBatch, parse
+from streaming.kafka.batches import plain_batch
+from streaming.kafka.v2_record_columns import CorruptBatch, PlainBatch, parse
 from parse_paths import PATHS, path
 from test_kafka_python_batches import T0, _with_crc, commits, record_strategy, v2_batch
 

@@ -12,7 +12,7 @@ import py4j
 import py4j.version
 import pyspark
 
-from streaming.worker_python import pyspark_zip, spark_path_entries, worker_python
+from streaming.localmode.worker_python import pyspark_zip, spark_path_entries, worker_python
 
 SHOW = ("import os, pyspark, py4j; print(os.environ.get('PYTHONPATH')); print(pyspark.__file__); "
         "print(py4j.__file__)")

@@ -12,14 +12,14 @@ from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
-from streaming.cli import UserError
+from streaming.errors import UserError
 from streaming.sources.builtin_kafka import builtin_kafka_stream
 from streaming.sources.in_task_decode import DECODED_FORMATS
 from streaming.sources.kafka_options import parse_options, spark_kafka_options
 from streaming.sources.kafka_stream import FORMAT as KAFKA_FORMAT, KafkaDataSource
-from streaming.sources.records import KAFKA_SCHEMA
+from streaming.kafka.records import KAFKA_SCHEMA
 from streaming.sources.replay import FORMAT as REPLAY_FORMAT, ReplayDataSource
-from streaming.static_source_lookup import skip_static_source_lookup
+from streaming.localmode.static_source_lookup import skip_static_source_lookup
 
 __all__ = ["KAFKA_SCHEMA", "build_source", "register_sources"]
 
@@ -76,7 +76,7 @@ DECODING_BUILDERS = frozenset({_groupscope_kafka, _replay})
 
 def build_source(spark: SparkSession, config, decoded: bool = False) -> DataFrame:
     """The streaming DataFrame of `config.source` (a streaming.config.Config): Spark's Kafka
-    schema, or with `decoded` the decode stage's rows (streaming.decode_stage.STAGE_DDL)."""
+    schema, or with `decoded` the decode stage's rows (streaming.pipeline.decode_stage.STAGE_DDL)."""
     builder = BUILDERS.get(config.source.type)
     if builder is None:
         raise UserError(f"config key source.type: {config.source.type!r} is not one of "
@@ -87,6 +87,6 @@ def build_source(spark: SparkSession, config, decoded: bool = False) -> DataFram
     frame = builder(spark, config.source)
     if not decoded:
         return frame
-    from streaming.decode_stage import decoded_stream  # numpy and the decoder: only here
+    from streaming.pipeline.decode_stage import decoded_stream  # numpy and the decoder: only here
 
     return decoded_stream(frame)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pyspark
 from pyspark.sql import DataFrame, SparkSession
 
-from streaming.cli import UserError
+from streaming.errors import UserError
 from streaming.sources.kafka_options import spark_kafka_options
-from streaming.sources.records import KAFKA_SCHEMA
+from streaming.kafka.records import KAFKA_SCHEMA
 
 SCALA_VERSION = "2.13"
 

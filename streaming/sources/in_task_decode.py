@@ -1,6 +1,6 @@
 """groupscope's own sources with the decode stage run inside their read tasks.
 
-The job's first stage (streaming.decode_stage.decode_partition) turns raw `__consumer_offsets`
+The job's first stage (streaming.pipeline.decode_stage.decode_partition) turns raw `__consumer_offsets`
 rows into rows keyed by group and drops the offset commits a later one overrides. After Spark's
 own Kafka source it runs as a mapInArrow; after one of ours it runs in the task that read the
 records, on the Arrow batches the reader has just built. The JVM then receives only what
@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from streaming.gc_pause import collector_paused
-from streaming.stage_schema import STAGE_DDL
+from streaming.pipeline.stage_schema import STAGE_DDL
 from streaming.sources.kafka_stream import FORMAT as KAFKA_FORMAT, KafkaDataSource, KafkaStreamReader
 from streaming.sources.replay import FORMAT as REPLAY_FORMAT, ReplayDataSource, ReplayStreamReader
 
@@ -31,9 +31,9 @@ class _DecodesInTask:
     """Mixed into a stream reader: `read` yields the decode stage's rows of what it read."""
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        # Imported here: the read tasks' workers have it preloaded (streaming.spark_daemon),
+        # Imported here: the read tasks' workers have it preloaded (streaming.localmode.spark_daemon),
         # while Spark's planning processes, which import this module too, never decode.
-        from streaming.decode_stage import decode_partition
+        from streaming.pipeline.decode_stage import decode_partition
 
         with collector_paused():  # a few objects per record read, none in cycles
             yield from decode_partition(super().read(partition))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from streaming.sources.offset_ranges import parse_starting_offsets
-from streaming.sources.range_reader import ReadSettings
+from streaming.kafka.offset_ranges import parse_starting_offsets
+from streaming.kafka.range_reader import ReadSettings
 
 CLIENTS = ("kafka-python", "confluent")
 DEFAULT_TOPIC = "__consumer_offsets"

@@ -19,11 +19,11 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from streaming.sources.kafka_options import KafkaSourceOptions, parse_options
-from streaming.sources.offset_ranges import (EARLIEST, LATEST, OffsetRange, PartitionOffsets,
+from streaming.kafka.offset_ranges import (EARLIEST, LATEST, OffsetRange, PartitionOffsets,
                                              from_offset_dict, limit_end, pack_ranges,
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
-from streaming.sources.range_reader import read_range, records_in_range
-from streaming.sources.records import KafkaShapedSource
+from streaming.kafka.range_reader import read_range, records_in_range
+from streaming.kafka.records import KafkaShapedSource
 
 FORMAT = "groupscope-kafka"
 # Ranges of a task whose clients are opened while an earlier range is read (see _read_each).
@@ -44,27 +44,27 @@ class KafkaRangePartition(InputPartition):
 
 def offsets_client(options: KafkaSourceOptions):
     if options.client == "confluent":
-        from streaming.sources.confluent_client import ConfluentOffsets
+        from streaming.kafka.confluent_client import ConfluentOffsets
         return ConfluentOffsets(options.confluent_config())
-    from streaming.sources.kafka_python_client import KafkaPythonOffsets
+    from streaming.kafka.client import KafkaPythonOffsets
     return KafkaPythonOffsets(options.kafka_python_config())
 
 
 def partition_client(options: KafkaSourceOptions, partition: int, end: int | None = None):
     """A client for one partition; `end`: the offset the read stops at, when known."""
     if options.client == "confluent":
-        from streaming.sources.confluent_client import ConfluentPartition
+        from streaming.kafka.confluent_client import ConfluentPartition
         return ConfluentPartition(options.confluent_config(), options.topic, partition, end)
-    from streaming.sources.kafka_python_client import KafkaPythonPartition
+    from streaming.kafka.client import KafkaPythonPartition
     return KafkaPythonPartition(options.kafka_python_config(), options.topic, partition)
 
 
 def shared_client(options: KafkaSourceOptions, ranges: list[OffsetRange]):
     """One client reading several ranges of distinct partitions (`poll_all`, `positions`)."""
     if options.client == "confluent":
-        from streaming.sources.confluent_client import ConfluentRanges
+        from streaming.kafka.confluent_client import ConfluentRanges
         return ConfluentRanges(options.confluent_config(), options.topic, ranges)
-    from streaming.sources.kafka_python_client import KafkaPythonRanges
+    from streaming.kafka.client import KafkaPythonRanges
     return KafkaPythonRanges(options.kafka_python_config(), options.topic, ranges)
 
 

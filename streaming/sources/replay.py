@@ -14,8 +14,8 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from streaming.capture_file import CAPTURE_TOPIC, decode_line
-from streaming.sources.records import KafkaShapedSource, record_batch
+from streaming.sources.capture_file import CAPTURE_TOPIC, decode_line
+from streaming.kafka.records import KafkaShapedSource, record_batch
 
 FORMAT = "groupscope-replay"
 INDEX_STEP = 10_000      # remember the byte position of every INDEX_STEP-th line

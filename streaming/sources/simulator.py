@@ -28,8 +28,8 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 from coordinator.simulator import Scenario, ScenarioError, Simulation, load_scenario
 from coordinator.simulator.capture import CapturedRecord as SimulatedRecord
-from streaming.capture_file import CapturedRecord, encode_line
-from streaming.cli import UserError
+from streaming.sources.capture_file import CapturedRecord, encode_line
+from streaming.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ class SimulatorFeed:
 
 
 class SimulatedOffsetsClient:
-    """streaming.endoffsets.OffsetsClient over the simulations' produce side."""
+    """streaming.exporter.end_offset_poller.OffsetsClient over the simulations' produce side."""
 
     def __init__(self, feed: SimulatorFeed) -> None:
         self._feed = feed

@@ -1,0 +1,1 @@
+"""Sub-commands of the `groupscope` CLI: one module each, discovered by `streaming.cli.main`."""

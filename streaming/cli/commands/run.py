@@ -1,0 +1,64 @@
+"""`groupscope run -c config.yaml`: the monitoring job, until stopped.
+
+Works the same under `spark-submit` (the session spark-submit made is used, and its master wins)
+and as a plain command (a session is built from `spark.master`).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from streaming.errors import UserError
+from streaming.cli.commands.signals import stop_on_signals
+from streaming.config import load_config
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run the monitoring job (reads __consumer_offsets, serves /metrics)",
+        description="Run the groupscope streaming job with a YAML config "
+                    "(see config.example.yaml; GROUPSCOPE_* environment variables override it).")
+    parser.add_argument("-c", "--config", help="YAML config file (default: $GROUPSCOPE_CONFIG, "
+                        "else every key at its default)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from streaming.job.lifecycle import Job
+
+    config = load_config(args.config)
+    # groupscope's own messages at INFO; the libraries' (kafka-python logs every connection it
+    # opens and closes, py4j its callback server) only from WARNING.
+    logging.basicConfig(level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("groupscope")
+    log.setLevel(logging.INFO)
+    stop = stop_on_signals(threading.Event())  # a stop asked for while Spark starts counts too
+    if config.source.type == "simulator":
+        # A demo source: every start runs the scenarios afresh (its capture file lives here).
+        from streaming.cli.commands.demo import Demo
+
+        work_dir = os.path.join(config.checkpoint.path, "simulator")
+        os.makedirs(work_dir, exist_ok=True)
+        demo = Demo(config, work_dir).start()
+        job, stop_job = demo.job, demo.stop
+    else:
+        job = Job(config)
+        stop_job = job.stop
+        try:
+            job.start()
+        except OSError as exc:  # e.g. the exporter's port is taken
+            raise UserError(f"cannot start: {exc}") from None
+    stop_on_signals(stop)  # again: starting Spark replaced the SIGINT handler
+    if job.exporter is not None:
+        host = config.exporter.listen.rpartition(":")[0]
+        scheme = "https" if config.exporter.tls.cert else "http"
+        log.info("serving metrics on %s://%s:%d/metrics", scheme, host, job.exporter.port)
+    try:
+        job.wait(stop)
+    except RuntimeError as exc:
+        raise UserError(f"the streaming query failed: {exc}") from None
+    finally:
+        stop_job()
+    return 0

@@ -1,1 +1,0 @@
-"""Sub-commands of the `groupscope` CLI: one module each, discovered by `streaming.cli`."""

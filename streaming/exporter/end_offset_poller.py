@@ -1,0 +1,209 @@
+"""The end-offset poller: a driver thread that asks the cluster for the log end and log start
+offsets of exactly the partitions known groups commit to, plus topic metadata (topic id -> name
+for KIP-848 assignments, partition counts for unassigned partitions), and hands them to the view.
+
+A slow or failed poll never blocks the stream: it runs in its own thread, every request has a
+timeout, and on failure the view keeps the last values (their age is exported). The Kafka client
+is injectable (`OffsetsClient`), so tests can feed values without a broker.
+"""
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Protocol
+
+from streaming.gc_pause import collector_paused
+from streaming.exporter.view import MonitorView, TopicPartition
+
+log = logging.getLogger("groupscope.endoffsets")
+
+
+class OffsetsClient(Protocol):
+    def end_offsets(self, partitions: list[TopicPartition]) -> Mapping[TopicPartition, int]: ...
+
+    def start_offsets(self, partitions: list[TopicPartition]) -> Mapping[TopicPartition, int]: ...
+
+    def topic_metadata(self) -> tuple[Mapping[str, str], Mapping[str, int]]:
+        """({topic id: topic name}, {topic name: partition count})."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class PollerSettings:
+    interval_s: float = 5.0            # lag.poll_interval
+    timeout_s: float = 10.0            # lag.poll_timeout: per request
+    metadata_interval_s: float = 60.0  # lag.metadata_interval
+
+    def __post_init__(self) -> None:
+        if self.interval_s <= 0 or self.timeout_s <= 0 or self.metadata_interval_s <= 0:
+            raise ValueError("lag.poll_interval, lag.poll_timeout and lag.metadata_interval "
+                             "must be > 0")
+
+
+def kafka_topic_id(value: str) -> str:
+    """Kafka's printed form of a topic id (base64url, no padding: what the decoder emits) from
+    the UUID string kafka-python reports."""
+    return base64.urlsafe_b64encode(uuid.UUID(value).bytes).rstrip(b"=").decode("ascii")
+
+
+class KafkaPythonOffsetsClient:
+    """OffsetsClient over kafka-python: ListOffsets requests are grouped per partition leader by
+    the consumer's fetcher, so one poll costs one request per broker."""
+
+    def __init__(self, bootstrap_servers: str, timeout_s: float, **client_config) -> None:
+        from kafka import KafkaAdminClient, KafkaConsumer
+
+        timeout_ms = int(timeout_s * 1000)
+        common = dict(client_config, bootstrap_servers=bootstrap_servers,
+                      request_timeout_ms=timeout_ms)
+        self._timeout_ms = timeout_ms
+        self._consumer = KafkaConsumer(**dict(common, enable_auto_commit=False, group_id=None))
+        # The admin client refuses consumer-only settings (isolation_level, ...).
+        self._admin = KafkaAdminClient(**{k: v for k, v in common.items()
+                                          if k in KafkaAdminClient.DEFAULT_CONFIG})
+
+    def end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._ask(self._consumer.end_offsets, partitions)
+
+    def start_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._ask(self._consumer.beginning_offsets, partitions)
+
+    def _ask(self, method, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        from kafka import TopicPartition as KafkaTopicPartition
+
+        if not partitions:
+            return {}
+        answer = method([KafkaTopicPartition(t, p) for t, p in partitions],
+                        timeout_ms=self._timeout_ms)
+        return {(tp.topic, tp.partition): offset for tp, offset in answer.items()
+                if offset is not None}
+
+    def topic_metadata(self) -> tuple[dict[str, str], dict[str, int]]:
+        names: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        for topic in self._admin.describe_topics():
+            if topic.get("error_code"):
+                continue
+            name = topic["name"]
+            counts[name] = len(topic.get("partitions") or ())
+            topic_id = topic.get("topic_id")
+            if topic_id:
+                names[kafka_topic_id(str(topic_id))] = name
+        return names, counts
+
+    def close(self) -> None:
+        for client in (self._consumer, self._admin):
+            try:
+                client.close()
+            except Exception:  # closing a broken client must not hide the original problem
+                log.debug("closing kafka client failed", exc_info=True)
+
+
+class EndOffsetPoller:
+    """Polls in a daemon thread; `poll_once` does one round (used by the thread and by tests)."""
+
+    def __init__(self, view: MonitorView, client_factory: Callable[[], OffsetsClient],
+                 settings: PollerSettings | None = None,
+                 clock: Callable[[], float] = time.time,
+                 on_poll: Callable[[], None] | None = None) -> None:
+        self.view = view
+        self._on_poll = on_poll  # e.g. MetricsCache.refresh: re-evaluate lag off the scrape path
+        self.settings = settings or PollerSettings()
+        self._client_factory = client_factory
+        self._client: OffsetsClient | None = None
+        self._clock = clock
+        self._metadata_at: float | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def poll_once(self) -> bool:
+        """One poll. Returns False (and records a failure in the view) if anything went wrong."""
+        started = time.monotonic()
+        try:
+            client = self._client_or_new()
+            wanted_all = self.view.wanted_partitions()
+            if self._metadata_due(wanted_all):
+                names, counts = client.topic_metadata()
+                self.view.update_topic_metadata(names, counts)
+                self._metadata_at = self._clock()
+            wanted = self._existing(wanted_all)
+            ends = client.end_offsets(wanted)
+            starts = client.start_offsets(wanted)
+            with collector_paused():  # new samples for every partition, no cycles
+                self.view.update_end_offsets(ends, starts, self._clock(),
+                                             time.monotonic() - started)
+            ok = True
+        except Exception as exc:
+            log.warning("end-offset poll failed, keeping the previous values: %s", exc)
+            self.view.record_poll_failure(time.monotonic() - started)
+            self._drop_client()  # the next poll starts from a fresh connection
+            ok = False
+        if self._on_poll is not None:
+            try:
+                self._on_poll()
+            except Exception:  # a broken callback must not stop the polling thread
+                log.exception("end-offset poll callback failed")
+        return ok
+
+    def _metadata_due(self, wanted: Iterable[TopicPartition]) -> bool:
+        """Metadata is refreshed every metadata_interval, and sooner (but not more often than
+        every 3 polls) when a group commits to a topic the last metadata did not have: a new
+        topic should get lag figures quickly, a deleted one should not cost a request per poll."""
+        if self._metadata_at is None:
+            return True
+        age = self._clock() - self._metadata_at
+        if age >= self.settings.metadata_interval_s:
+            return True
+        if age < 3 * self.settings.interval_s:
+            return False
+        with self.view.lock:
+            known = set(self.view.partition_counts)
+        return any(topic not in known for topic, _ in wanted)
+
+    def _existing(self, wanted: Iterable[TopicPartition]) -> list[TopicPartition]:
+        """Only partitions that exist: asking for a deleted topic would stall the whole request."""
+        with self.view.lock:
+            counts = dict(self.view.partition_counts)
+        return sorted((t, p) for t, p in wanted if p < counts.get(t, 0))
+
+    def _client_or_new(self) -> OffsetsClient:
+        if self._client is None:
+            self._client = self._client_factory()
+        return self._client
+
+    def _drop_client(self) -> None:
+        client, self._client = self._client, None
+        self._metadata_at = None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:
+                log.debug("closing the offsets client failed", exc_info=True)
+
+    def start(self) -> "EndOffsetPoller":
+        if self._thread is not None:
+            raise RuntimeError("the end-offset poller is already running")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="groupscope-end-offsets",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.poll_once()
+            self._stop.wait(max(0.0, self.settings.interval_s - (time.monotonic() - started)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.settings.timeout_s * 3)
+            self._thread = None
+        self._drop_client()

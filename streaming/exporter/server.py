@@ -1,0 +1,149 @@
+"""The Prometheus exporter: `/metrics` and `/healthz` over HTTP(S), served from a MonitorView.
+
+`/metrics` renders the view's families directly (see `streaming.exporter.exposition` for why not through
+`generate_latest`); `ViewCollector` exposes the same families to any prometheus-client registry.
+`/healthz` answers 200 once the job has caught up with `__consumer_offsets` (groupscope_ready),
+503 before. Basic auth, when configured, guards both paths.
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import hmac
+import ssl
+import threading
+from dataclasses import dataclass
+from socketserver import ThreadingMixIn
+from typing import Any, Callable, Iterable
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from streaming.exporter.exposition import to_prometheus_families
+from streaming.exporter.catalog import build_families
+from streaming.exporter.metrics_cache import MetricsCache
+from streaming.exporter.view import MonitorView
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class ExporterSettings:
+    listen: str = "127.0.0.1:9464"       # metrics.listen
+    certfile: str | None = None          # metrics.tls.certfile
+    keyfile: str | None = None           # metrics.tls.keyfile
+    username: str | None = None          # metrics.basic_auth.username
+    password: str | None = None          # metrics.basic_auth.password
+
+    def __post_init__(self) -> None:
+        host, sep, port = self.listen.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError(f"metrics.listen must be host:port, got {self.listen!r}")
+        if (self.certfile is None) != (self.keyfile is None):
+            raise ValueError("metrics.tls needs both certfile and keyfile")
+        if (self.username is None) != (self.password is None):
+            raise ValueError("metrics.basic_auth needs both username and password")
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, _, port = self.listen.rpartition(":")
+        return host.strip("[]"), int(port)
+
+
+class ViewCollector:
+    """A prometheus-client custom collector over the view (for `CollectorRegistry.register`)."""
+
+    def __init__(self, view: MonitorView) -> None:
+        self.view = view
+
+    def collect(self) -> Iterable[Any]:
+        return to_prometheus_families(build_families(self.view))
+
+
+def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
+    """The WSGI application serving `/metrics` and `/healthz`."""
+    view = cache.view
+
+    def app(environ, start_response):
+        if settings.username is not None and not _authorised(environ, settings):
+            start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="groupscope"'),
+                                                ("Content-Type", "text/plain")])
+            return [b"unauthorised\n"]
+        path = environ.get("PATH_INFO", "/")
+        if path == "/healthz":
+            with view.lock:
+                ready = view.ready
+            if ready:
+                start_response("200 OK", [("Content-Type", "text/plain")])
+                return [b"ok\n"]
+            start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+            return [b"catching up on __consumer_offsets\n"]
+        if path in ("/metrics", "/"):
+            body = cache.text().encode("utf-8")
+            headers = [("Content-Type", CONTENT_TYPE)]
+            if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
+                body = gzip.compress(body, compresslevel=1)
+                headers.append(("Content-Encoding", "gzip"))
+            headers.append(("Content-Length", str(len(body))))
+            start_response("200 OK", headers)
+            return [body]
+        start_response("404 Not Found", [("Content-Type", "text/plain")])
+        return [b"not found: try /metrics or /healthz\n"]
+
+    return app
+
+
+def _authorised(environ, settings: ExporterSettings) -> bool:
+    header = environ.get("HTTP_AUTHORIZATION", "")
+    scheme, _, encoded = header.partition(" ")
+    if scheme.lower() != "basic":
+        return False
+    try:
+        user, _, password = base64.b64decode(encoded, validate=True).decode("utf-8").partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    # Compare both parts without short-circuiting, so timing does not reveal which was wrong.
+    user_ok = hmac.compare_digest(user.encode(), settings.username.encode())
+    password_ok = hmac.compare_digest(password.encode(), settings.password.encode())
+    return user_ok and password_ok
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # scrapes every few seconds: no log
+        pass
+
+
+class RunningExporter:
+    def __init__(self, server: WSGIServer, thread: threading.Thread, cache: MetricsCache) -> None:
+        self.server = server
+        self.thread = thread
+        self.cache = cache  # give `cache.refresh` to the end-offset poller as its on_poll
+
+    @property
+    def port(self) -> int:
+        return self.server.server_address[1]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+def start_exporter(view: MonitorView, settings: ExporterSettings | None = None,
+                   cache: MetricsCache | None = None) -> RunningExporter:
+    """Serve the view in a daemon thread. Port 0 picks a free port (see `.port`)."""
+    settings = settings or ExporterSettings()
+    cache = cache or MetricsCache(view)
+    host, port = settings.address
+    server = make_server(host, port, metrics_app(cache, settings), server_class=_ThreadingServer,
+                         handler_class=_QuietHandler)
+    if settings.certfile is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(settings.certfile, settings.keyfile)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, name="groupscope-exporter", daemon=True)
+    thread.start()
+    return RunningExporter(server, thread, cache)

@@ -1,0 +1,83 @@
+"""What a checkpoint says about how its group state is laid out.
+
+Before state shards (streaming.pipeline.shard_state) the job kept one state key per group, in a state
+variable named `group_state`. Spark accepts the new layout over such a checkpoint without
+complaint, so every group would silently start from empty; the job stops with a clear line
+instead. The state schema files Spark writes name the state variables.
+
+The number of shards is the checkpoint's own: a group's shard is a hash of its id modulo that
+number, so reading a checkpoint with another number would lose every group that moves. A new
+checkpoint records the number it starts with (STATE_LAYOUT_FILE, next to the query's own
+directory); one with group state but no record was written with LEGACY_STATE_SHARDS, the only
+number before the record existed.
+
+Everything is read and written through Hadoop's file system, so any checkpoint location works.
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+log = logging.getLogger("groupscope.job")
+
+LEGACY_STATE_VARIABLE = b"group_state"
+# Where Spark keeps the state schemas of the query's (only) stateful operator.
+_SCHEMA_DIR = "state/0/_stateSchema/default"
+# Where Spark keeps that operator's state.
+_STATE_DIR = "state/0"
+STATE_LAYOUT_FILE = "state-layout.json"
+LEGACY_STATE_SHARDS = 64
+
+
+def hadoop_fs_path(spark, path: str):
+    jvm = spark._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    return hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration()), hadoop_path
+
+
+def _read(spark, fs, path) -> bytes:
+    stream = fs.open(path)
+    try:
+        return bytes(spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+    finally:
+        stream.close()
+
+
+def state_shards(spark, checkpoint_path: str, default: int) -> int:
+    """The number of state shards of the checkpoint at `checkpoint_path` (the job's
+    `checkpoint.path`): the one it recorded, LEGACY_STATE_SHARDS for one that holds state but
+    no record, else `default`, recorded now. Raises ValueError for a record it cannot read."""
+    root = checkpoint_path.rstrip("/")
+    fs, layout = hadoop_fs_path(spark, f"{root}/{STATE_LAYOUT_FILE}")
+    if fs.exists(layout):
+        text = _read(spark, fs, layout).decode("utf-8", "replace")
+        try:
+            shards = json.loads(text)["state_shards"]
+        except (ValueError, KeyError, TypeError):
+            shards = None
+        if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
+            raise ValueError(f"{root}/{STATE_LAYOUT_FILE} does not say how many state shards "
+                             f"the checkpoint has: {text[:80]!r}")
+        return shards
+    state_fs, state = hadoop_fs_path(spark, f"{root}/query/{_STATE_DIR}")
+    shards = LEGACY_STATE_SHARDS if state_fs.exists(state) else default
+    stream = fs.create(layout, True)
+    try:
+        stream.write(json.dumps({"state_shards": shards}).encode())
+    finally:
+        stream.close()
+    return shards
+
+
+def has_legacy_group_state(spark, query_checkpoint: str) -> bool:
+    """True when the checkpoint's state was written one key per group."""
+    try:
+        fs, directory = hadoop_fs_path(spark, f"{query_checkpoint.rstrip('/')}/{_SCHEMA_DIR}")
+        if not fs.exists(directory):
+            return False
+        for status in fs.listStatus(directory):
+            if LEGACY_STATE_VARIABLE in _read(spark, fs, status.getPath()):
+                return True
+    except Exception:  # an unreadable schema is Spark's to report when the query starts
+        log.debug("could not inspect the checkpoint's state schema", exc_info=True)
+    return False

@@ -1,0 +1,182 @@
+"""confluent-kafka (librdkafka) behind the source: the `fast` extra, which fetches in librdkafka's
+own threads. Its `consume()` makes a Python message object per record, so since kafka-python's
+batches are parsed in bulk (streaming/kafka/v2_record_columns.py) a catch-up is no faster with
+it on the reference machine. Same duties as `kafka_python_client`."""
+from __future__ import annotations
+
+from confluent_kafka import (Consumer, IsolationLevel, KafkaError, KafkaException,
+                             TopicPartition, TIMESTAMP_LOG_APPEND_TIME)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from streaming.kafka.offset_ranges import OffsetRange
+from streaming.kafka.range_reader import OffsetOutOfRange, Polled, SharedRanges
+from streaming.kafka.records import CREATE_TIME, LOG_APPEND_TIME
+
+POLL_TIMEOUT_S = 0.5
+MAX_POLL_RECORDS = 20_000
+REQUEST_TIMEOUT_S = 30.0
+
+
+def _isolation(config: dict) -> IsolationLevel:
+    if config.get("isolation.level") == "read_uncommitted":
+        return IsolationLevel.READ_UNCOMMITTED
+    return IsolationLevel.READ_COMMITTED
+
+
+class ConfluentOffsets:
+    def __init__(self, config: dict) -> None:
+        self._isolation = _isolation(config)
+        self._admin = AdminClient({k: v for k, v in config.items() if k != "isolation.level"})
+
+    def partitions(self, topic: str) -> list[int]:
+        metadata = self._admin.list_topics(topic, timeout=REQUEST_TIMEOUT_S)
+        found = metadata.topics.get(topic)
+        if found is None or found.error is not None:
+            return []
+        return sorted(found.partitions)
+
+    def _list(self, topic: str, partitions: list[int], spec: OffsetSpec) -> dict[int, int]:
+        futures = self._admin.list_offsets({TopicPartition(topic, p): spec for p in partitions},
+                                           isolation_level=self._isolation,
+                                           request_timeout=REQUEST_TIMEOUT_S)
+        return {tp.partition: future.result().offset for tp, future in futures.items()}
+
+    def earliest(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return self._list(topic, partitions, OffsetSpec.earliest())
+
+    def latest(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return self._list(topic, partitions, OffsetSpec.latest())
+
+    def close(self) -> None:
+        self._admin = None
+
+
+def _consumer(config: dict) -> Consumer:
+    return Consumer({
+        "group.id": "groupscope-source",  # required by librdkafka; nothing is committed
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "error",
+        "fetch.max.bytes": 64 << 20,
+        "max.partition.fetch.bytes": 16 << 20,
+        **config,
+    })
+
+
+def _columns(messages: list) -> Polled:
+    """The records of `messages` (no errors among them) as columns; position not set."""
+    # Column by column: this runs once per record read, so it stays in comprehensions.
+    stamps = [message.timestamp() for message in messages]
+    return Polled([message.offset() for message in messages],
+                  [message.key() for message in messages],
+                  [message.value() for message in messages],
+                  [stamp for _, stamp in stamps],
+                  [LOG_APPEND_TIME if kind == TIMESTAMP_LOG_APPEND_TIME else CREATE_TIME
+                   for kind, _ in stamps], 0)
+
+
+class ConfluentRanges(SharedRanges):
+    """Several ranges of different partitions read through one confluent-kafka client."""
+
+    def __init__(self, config: dict, topic: str, ranges: list[OffsetRange]) -> None:
+        super().__init__(ranges)
+        self._topic = topic
+        self._consumer = _consumer(config)
+        self._consumer.assign([TopicPartition(topic, rng.partition, rng.start) for rng in ranges])
+
+    def _poll(self, unfinished: list[int]) -> tuple[list[tuple[int, Polled]], bool]:
+        wanted = min(MAX_POLL_RECORDS, sum(self._ends[p] - self.positions[p] for p in unfinished))
+        try:
+            messages = self._consumer.consume(num_messages=max(1, wanted), timeout=POLL_TIMEOUT_S)
+        except KafkaException:
+            return [], True
+        by_partition: dict[int, list] = {}
+        positions: dict[int, int] = {}
+        failed = False
+        for message in messages:
+            partition, error = message.partition(), message.error()
+            if partition not in self.positions:
+                continue
+            if error is None:
+                by_partition.setdefault(partition, []).append(message)
+                positions[partition] = message.offset() + 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                positions[partition] = max(positions.get(partition, 0), message.offset())
+            else:
+                failed = True  # records before the error still go out; the rest is for later
+                break
+        polls = []
+        for partition, position in positions.items():
+            polled = _columns(by_partition.get(partition, []))
+            polled.position = position
+            polls.append((partition, polled))
+        return polls, failed
+
+    def _pause(self, partitions: list[int]) -> None:
+        self._consumer.pause([TopicPartition(self._topic, p) for p in partitions])
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class ConfluentPartition:
+    """`end` (exclusive), when known, caps each poll: librdkafka's consume() returns only once it
+    has the number of messages asked for or its timeout expires, so asking for more than the
+    range holds would wait out the timeout at the end of every range."""
+
+    def __init__(self, config: dict, topic: str, partition: int, end: int | None = None) -> None:
+        self._topic, self._partition, self._end = topic, partition, end
+        self._consumer = _consumer(config)
+        self._position = 0
+        self._assigned = False
+
+    def seek(self, offset: int) -> None:
+        if self._assigned and self._position == offset:
+            return  # opened ahead and already fetching from there (kafka_stream.read)
+        self._consumer.assign([TopicPartition(self._topic, self._partition, offset)])
+        self._assigned = True
+        self._position = offset
+
+    def poll(self) -> Polled:
+        wanted = MAX_POLL_RECORDS
+        if self._end is not None:
+            wanted = max(1, min(wanted, self._end - self._position))
+        messages = self._consumer.consume(num_messages=wanted, timeout=POLL_TIMEOUT_S)
+        if any(message.error() is not None for message in messages):
+            messages = self._without_errors(messages)
+        polled = _columns(messages)
+        if polled.offsets:
+            self._position = max(self._position, polled.offsets[-1] + 1)
+        polled.position = self._position
+        return polled
+
+    def _without_errors(self, messages: list) -> list:
+        """The records among `messages`; end-of-partition notices move the position, other
+        errors raise."""
+        records = []
+        for message in messages:
+            error = message.error()
+            if error is None:
+                records.append(message)
+            elif error.code() == KafkaError._PARTITION_EOF:
+                # At the end of the readable log: anything before it (markers too) is passed.
+                self._position = max(self._position, message.offset())
+            elif error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
+                raise OffsetOutOfRange(error.str())
+            else:
+                raise KafkaException(error)
+        return records
+
+    def _watermarks(self) -> tuple[int, int]:
+        return self._consumer.get_watermark_offsets(
+            TopicPartition(self._topic, self._partition), timeout=REQUEST_TIMEOUT_S)
+
+    def earliest(self) -> int:
+        return self._watermarks()[0]
+
+    def latest(self) -> int:
+        return self._watermarks()[1]
+
+    def close(self) -> None:
+        self._consumer.close()

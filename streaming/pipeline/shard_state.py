@@ -1,0 +1,70 @@
+"""The value the state stage keeps per state key: every group of one shard, each group's
+`GroupState` bytes under its id.
+
+Groups are spread over a checkpoint's number of state keys (STATE_SHARDS for a new one;
+streaming.job.checkpoint_layout) by a hash of the group id (`shard_column`), so a micro-batch pays
+Spark's fixed per-key cost (a pandas frame, state-server round trips) once per shard it touches
+rather than once per group. Only the touched groups are decoded and encoded again; the others
+are carried through as bytes.
+
+Layout: entry count, then per entry the UTF-8 group id and the state bytes, each preceded by its
+length (big-endian unsigned 32-bit integers). Plain framing rather than pickle, so that reading a
+checkpoint never runs code.
+"""
+from __future__ import annotations
+
+import struct
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+# State keys the groups of a new checkpoint are spread over. A checkpoint keeps the number it
+# started with (streaming.job.checkpoint_layout). Fewer keys cost less per micro-batch (Spark's
+# per-key cost is paid for every touched key), more keys rewrite less when few groups change.
+STATE_SHARDS = 16
+# The shard of the monitor's counters (never a hash bucket).
+MONITOR_SHARD = -1
+
+_COUNT = struct.Struct(">I")
+
+
+class CorruptShardState(ValueError):
+    """A stored shard value that does not follow the layout."""
+
+
+def pack_entries(entries: dict[str, bytes]) -> bytes:
+    parts = [_COUNT.pack(len(entries))]
+    for group, blob in entries.items():
+        name = group.encode()
+        parts += (_COUNT.pack(len(name)), name, _COUNT.pack(len(blob)), blob)
+    return b"".join(parts)
+
+
+def unpack_entries(data: bytes) -> dict[str, bytes]:
+    try:
+        (count,) = _COUNT.unpack_from(data, 0)
+        at = _COUNT.size
+        entries: dict[str, bytes] = {}
+        for _ in range(count):
+            (size,) = _COUNT.unpack_from(data, at)
+            at += _COUNT.size
+            name = data[at:at + size].decode()
+            at += size
+            (size,) = _COUNT.unpack_from(data, at)
+            at += _COUNT.size
+            if at + size > len(data):
+                raise CorruptShardState(f"entry {name!r} runs past the end of the shard value")
+            entries[name] = data[at:at + size]
+            at += size
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise CorruptShardState(f"shard value does not follow the layout: {exc}") from exc
+    if at != len(data):
+        raise CorruptShardState(f"{len(data) - at} bytes left over after {count} entries")
+    return entries
+
+
+def shard_column(group: Column, monitor_key: str, shards: int) -> Column:
+    """The state key of each row: one of `shards` Murmur3 buckets of the group id (stable
+    across Spark versions and restarts), or MONITOR_SHARD for the monitor's rows."""
+    return (F.when(group == F.lit(monitor_key), F.lit(MONITOR_SHARD))
+            .otherwise(F.pmod(F.hash(group), F.lit(shards))))

@@ -1,0 +1,230 @@
+"""Stage 2 of the job: every group's state in Spark's state store (`transformWithStateInPandas`,
+RocksDB provider), the groups spread over the checkpoint's number of state keys
+(streaming.pipeline.shard_state).
+
+For each shard touched by a micro-batch the processor loads the shard's value, applies each
+touched group's records in `__consumer_offsets` order (partition, offset) to that group's
+`GroupState`, stores the shard back and emits each touched group's snapshot and events as JSON
+rows. Groups not in the batch are carried as bytes, never decoded. Keys are shards rather than
+groups because Spark's cost per state key (a pandas frame and state-server round trips, about
+3 ms of CPU here) is larger than a group's own work and is paid for every key a micro-batch
+touches. Rows leave in frames of many groups (see FLUSH_ROWS and `stateful_stage`). The
+monitor's counters (`MONITOR_KEY`) have a shard of their own, so they survive restarts without
+counting a replay twice.
+
+Input is delivered read_committed by the sources, so records are applied in log order without
+transaction markers (see coordinator.state).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any, Iterator
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.stateful_processor_util import (TransformWithStateInPandasFuncMode,
+                                                           TransformWithStateInPandasUdfUtils)
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+from pyspark.util import PythonEvalType
+
+from coordinator import compact_json
+from coordinator.records import decode
+from coordinator.state import Context, GroupState
+from coordinator.state.reducer import apply_parts
+from streaming.pipeline.monitor_rows import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
+from streaming.pipeline.shard_state import STATE_SHARDS, pack_entries, shard_column, unpack_entries
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+OUTPUT_SCHEMA = StructType([
+    StructField("group", StringType()),
+    StructField("kind", StringType()),      # snapshot | snapshot_point | event | monitor
+    StructField("payload", StringType()),   # JSON
+    StructField("ts_ms", LongType()),
+])
+_STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
+_COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
+_CHANGE_EVENTS = frozenset({"rebalance", "member_joined", "member_left", "group_emptied",
+                            "group_deleted"})
+_INT_COLUMNS = frozenset({"o_partition", "o_offset", "ts_ms"})
+# Output rows are held back and handed to Spark in frames of up to this many rows: Spark turns
+# every frame a processor yields into its own Arrow batch, which costs about 1.5 ms of CPU here,
+# more than the rest of a small group's work.
+FLUSH_ROWS = 5_000
+
+
+def _records(frames: list[pd.DataFrame]) -> list[dict[str, Any]]:
+    """The decode stage's rows as dicts of Python values.
+
+    Spark hands integer columns with nulls to pandas as floats, so integers are restored here.
+    Rows are read through one object array per frame: per-column pandas access would cost more
+    than the rows themselves.
+    """
+    records: list[dict[str, Any]] = []
+    for frame in frames:
+        names = list(frame.columns)
+        ints = [i for i, name in enumerate(names) if name in _INT_COLUMNS]
+        for values in frame.to_numpy(dtype=object).tolist():
+            for i in ints:
+                v = values[i]
+                values[i] = None if v is None or v != v else int(v)
+            records.append(dict(zip(names, values)))
+    return records
+
+
+def _position(row: dict[str, Any]) -> tuple[int, int]:
+    return row["o_partition"], row["o_offset"]
+
+
+def _frame(rows: list[tuple[str, str, str, int]]) -> pd.DataFrame:
+    """Output rows as a DataFrame: one object block, the cheapest frame pandas builds (Spark
+    converts it to Arrow against OUTPUT_SCHEMA)."""
+    # Imported here, not with the module: Spark starts a Python process for every query that
+    # loads this module only to call `init` (for the state schema), and importing pandas and
+    # numpy there cost 0.7 s of every query's planning. Task workers have them preloaded.
+    import numpy as np
+    import pandas as pd
+
+    block = np.empty((len(rows), len(_COLUMNS)), dtype=object)
+    block[:] = rows
+    return pd.DataFrame(block, columns=_COLUMNS, copy=False)
+
+
+def _bytes(value: Any) -> bytes | None:
+    """A binary cell as bytes (pandas may hold bytearray; a null may arrive as NaN)."""
+    if value is None or isinstance(value, bytes):
+        return value
+    return None if isinstance(value, float) else bytes(value)
+
+
+class GroupProcessor(StatefulProcessor):
+    """Keeps one `GroupState` per group inside its shard's value, and the monitor's counters."""
+
+    def __init__(self, context: Context | None = None) -> None:
+        self.context = context or Context(emit_offset_events=False)
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.state = handle.getValueState("shard", _STATE_SCHEMA)
+        self._pending: list[tuple[str, str, str, int]] = []
+
+    def flush(self) -> Iterator[pd.DataFrame]:
+        """The output rows held back so far, as one frame. `stateful_stage` calls it once more
+        after a task's last key, so nothing stays behind."""
+        if self._pending:
+            rows, self._pending = self._pending, []
+            yield _frame(rows)
+
+    def _emit(self, rows: list[tuple[str, str, str, int]]) -> Iterator[pd.DataFrame]:
+        self._pending.extend(rows)
+        if len(self._pending) >= FLUSH_ROWS:
+            yield from self.flush()
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
+        frames = [frame for frame in rows if len(frame)]
+        if not frames:
+            return
+        by_group: dict[str, list[dict[str, Any]]] = {}
+        for row in _records(frames):
+            by_group.setdefault(row["group"], []).append(row)
+        stored = self.state.get()  # None when the shard has no state yet: one call, not two
+        entries = unpack_entries(stored[0]) if stored is not None else {}
+        out: list[tuple[str, str, str, int]] = []
+        for group, records in by_group.items():
+            if group == MONITOR_KEY:
+                payload = self._monitor(records, entries.get(group))
+                entries[group] = payload.encode()
+                out.append((MONITOR_KEY, "monitor", payload, 0))
+                continue
+            state = self._apply_group(group, records, entries.get(group), out)
+            if state is not None:
+                entries[group] = state.to_bytes()
+        self.state.update((pack_entries(entries),))
+        yield from self._emit(out)
+
+    def _apply_group(self, group: str, records: list[dict[str, Any]], blob: bytes | None,
+                     out: list[tuple[str, str, str, int]]) -> GroupState | None:
+        """Applies one group's records to its stored state; its output rows go to `out`."""
+        records.sort(key=_position)  # the order the reducer expects
+        state = GroupState.from_bytes(blob) if blob is not None else None
+        events = []
+        points = []  # the group as it was right after each change of membership or generation
+        ctx = self.context
+        for row in records:
+            # The decode stage passed only records that decode.
+            record = decode(_bytes(row["key"]), _bytes(row["value"]))
+            state, produced = apply_parts(state, record.type, record.key, record.value, group,
+                                          row["o_partition"], row["o_offset"], row["ts_ms"], ctx, None,
+                                          False)
+            if produced:
+                events.extend(produced)
+                if state is not None and any(e.event in _CHANGE_EVENTS for e in produced):
+                    points.append((row["ts_ms"], compact_json.dumps(state.to_dict())))
+        if state is None:
+            return None
+        ts = state.updated_ms
+        out.append((group, "snapshot", compact_json.dumps(state.to_dict()), ts))
+        for point_ts, payload in points[:-1] if points and points[-1][0] == ts else points:
+            out.append((group, "snapshot_point", payload, point_ts))
+        for event in events:
+            out.append((group, "event", compact_json.dumps(event.to_dict()), event.timestamp_ms))
+        return state
+
+    def _monitor(self, records: list[dict[str, Any]], stored: bytes | None) -> str:
+        """The monitor's counters with this batch's rows added, as JSON."""
+        counters = compact_json.loads(stored) if stored is not None else {
+            "records": {}, "skipped": {}, "progress": {}}
+        for row in records:
+            label, count = _bytes(row["key"]).decode(), int(_bytes(row["value"]))
+            part, off = row["o_partition"], row["o_offset"]
+            if label == PROGRESS:
+                p = str(part)
+                counters["progress"][p] = max(off, counters["progress"].get(p, -1))
+            elif label.startswith(COUNT_RECORDS):
+                name = label[len(COUNT_RECORDS):]
+                counters["records"][name] = counters["records"].get(name, 0) + count
+            elif label.startswith(COUNT_SKIPPED):
+                reason = label[len(COUNT_SKIPPED):]
+                counters["skipped"][reason] = counters["skipped"].get(reason, 0) + count
+        return compact_json.dumps(counters)
+
+    def close(self) -> None:
+        pass
+
+
+class _FlushingUdf(TransformWithStateInPandasUdfUtils):
+    """Spark's driver of a processor inside its Python worker, plus the processor's last flush.
+
+    The worker calls the UDF once per key, then once in timer mode after the task's last key
+    (with no timers in this job it yields nothing there); that call is where the rows held back
+    by `GroupProcessor` leave.
+    """
+
+    def transformWithStateUDF(self, api_client, mode, key, input_rows):
+        result = super().transformWithStateUDF(api_client, mode, key, input_rows)
+        if mode == TransformWithStateInPandasFuncMode.PROCESS_TIMER:
+            return itertools.chain(result, self._stateful_processor.flush())
+        return result
+
+
+def stateful_stage(decoded: DataFrame, processor: GroupProcessor,
+                   shards: int = STATE_SHARDS) -> DataFrame:
+    """`decoded.groupBy(shard).transformWithStateInPandas(processor, OUTPUT_SCHEMA, "Update",
+    "None")`, with the processor's held-back rows flushed at the end of each task.
+
+    PySpark builds the same operator from a UDF that cannot flush; this builds it from
+    `_FlushingUdf` (pyspark is pinned, and the end-to-end tests see every row arrive).
+    """
+    session = decoded.sparkSession
+    decoded = decoded.withColumn("shard", shard_column(F.col("group"), MONITOR_KEY, shards))
+    udf = pandas_udf(_FlushingUdf(processor, "None").transformWithStateUDF,  # type: ignore[call-overload]
+                     returnType=OUTPUT_SCHEMA,
+                     functionType=PythonEvalType.SQL_TRANSFORM_WITH_STATE_PANDAS_UDF)
+    column = udf(*[decoded[name] for name in decoded.columns])
+    grouped = decoded.groupBy("shard")
+    jdf = grouped._jgd.transformWithStateInPandas(
+        column._jc, session._jsparkSession.parseDataType(OUTPUT_SCHEMA.json()), "Update", "None",
+        None, "")
+    return DataFrame(jdf, session)
