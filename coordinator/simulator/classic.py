@@ -12,15 +12,12 @@ SyncGroup, so the coordinator only evaluates the heartbeat that follows a change
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from coordinator.protocol import Assignment, Subscription, encode_assignment, encode_subscription, group_partitions
-from coordinator.simulator.client import Client, TopicPartition
+from coordinator.simulator.client import Client, Member, TopicPartition
+from coordinator.simulator.runtime import Runtime
 from coordinator.simulator.truth import TrueRebalance
-
-if TYPE_CHECKING:  # pragma: no cover
-    from coordinator.simulator.classic_client import ClassicClient
-    from coordinator.simulator.simulation import Simulation
 
 SUBSCRIPTION_VERSION = 3
 COOPERATIVE = ("cooperative-sticky",)
@@ -45,10 +42,26 @@ class JoinMetadata:
             owned_partitions=group_partitions(self.owned), generation_id=self.generation))
 
 
+class ClassicMemberClient(Member, Protocol):
+    """The responses the coordinator sends a member (a `ClassicClient`, which is not named here
+    because classic_client.py imports this module)."""
+
+    def on_join_response(self, generation: int, leader: str | None, protocol: str | None,
+                         members: dict[str, JoinMetadata] | None) -> None: ...
+
+    def on_sync_response(self, generation: int, assigned: list[TopicPartition]) -> None: ...
+
+    def on_rebalance_error(self) -> None: ...
+
+    def on_unknown_member(self) -> None: ...
+
+    def heartbeat_soon(self) -> None: ...
+
+
 @dataclass
 class ClassicMember:
     member_id: str
-    client: "ClassicClient"
+    client: ClassicMemberClient
     protocols: list[JoinMetadata]   # in the member's order of preference
     awaiting_join: bool = False
     awaiting_sync: bool = False
@@ -78,7 +91,7 @@ def select_protocol(members: list[list[str]]) -> str:
 
 
 class ClassicCoordinator:
-    def __init__(self, sim: "Simulation") -> None:
+    def __init__(self, sim: Runtime) -> None:
         self.sim = sim
         self.group = sim.scenario.group
         self.state = "Empty"
@@ -102,7 +115,7 @@ class ClassicCoordinator:
     def _now(self) -> int:
         return self.sim.now
 
-    def _new_member_id(self, client: "ClassicClient") -> str:
+    def _new_member_id(self, client: ClassicMemberClient) -> str:
         return f"{client.client_id}-{self.sim.uuid()}"
 
     def _transition(self, state: str) -> None:
@@ -135,7 +148,7 @@ class ClassicCoordinator:
         return max((m.client.spec.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     # -- JoinGroup -------------------------------------------------------------------------------
-    def join(self, client: "ClassicClient", member_id: str | None, metadata: list[JoinMetadata]) -> None:
+    def join(self, client: ClassicMemberClient, member_id: str | None, metadata: list[JoinMetadata]) -> None:
         self.exists = True
         if member_id is not None and member_id in self.members:
             member = self.members[member_id]
@@ -158,7 +171,7 @@ class ClassicCoordinator:
             self._prepare_rebalance(trigger)
         self._maybe_complete_join()
 
-    def _static_rejoin(self, client: "ClassicClient", metadata: list[JoinMetadata]) -> None:
+    def _static_rejoin(self, client: ClassicMemberClient, metadata: list[JoinMetadata]) -> None:
         """KIP-345: a known group.instance.id gets a new member id and, if the group is Stable,
         its old assignment back without a rebalance (the coordinator persists the new id)."""
         old_id = self.static[client.instance_id]
@@ -269,7 +282,7 @@ class ClassicCoordinator:
                               moved, end_offset)
 
     # -- SyncGroup -------------------------------------------------------------------------------
-    def sync(self, client: "ClassicClient", member_id: str, generation: int,
+    def sync(self, client: ClassicMemberClient, member_id: str, generation: int,
              assignments: dict[str, list[TopicPartition]] | None) -> None:
         member = self.members.get(member_id)
         net = self.sim.scenario.network_ms
@@ -293,7 +306,7 @@ class ClassicCoordinator:
                 self.sim.after(net, m.client.on_sync_response, self.generation, list(m.assigned))
 
     # -- Heartbeat / LeaveGroup / session expiry -------------------------------------------------
-    def heartbeat(self, client: "ClassicClient", member_id: str | None) -> None:
+    def heartbeat(self, client: ClassicMemberClient, member_id: str | None) -> None:
         net = self.sim.scenario.network_ms
         member = self.members.get(member_id) if member_id is not None else None
         if member is None:

@@ -5,29 +5,22 @@ assignment takes away and rejoins at once so the withheld partitions can be hand
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from coordinator.protocol import StickyUserData, encode_sticky_user_data, group_partitions
 from coordinator.simulator.classic import COOPERATIVE, ClassicCoordinator, JoinMetadata
 from coordinator.simulator.client import Client, TopicPartition
-
-if TYPE_CHECKING:  # pragma: no cover
-    from coordinator.simulator.simulation import Simulation
+from coordinator.simulator.runtime import Runtime
 
 
 class ClassicClient(Client):
     """A Java-style consumer with auto-commit, using one client-side assignor."""
 
-    def __init__(self, sim: "Simulation", index: int) -> None:
-        super().__init__(sim, index)
+    def __init__(self, sim: Runtime, coordinator: ClassicCoordinator, index: int) -> None:
+        super().__init__(sim, coordinator, index)
+        self.coordinator: ClassicCoordinator = coordinator  # the narrower type: joins, syncs, heartbeats
         self.phase = "idle"      # idle, joining, syncing, stable
         self.generation = -1
         self.hb_anchor = 0
         self.sticky_previous: list[TopicPartition] = []
-
-    @property
-    def coordinator(self) -> ClassicCoordinator:
-        return self.sim.coordinator  # type: ignore[return-value]
 
     @property
     def cooperative(self) -> bool:

@@ -7,18 +7,36 @@ as the requests of a dead process are.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
-if TYPE_CHECKING:  # pragma: no cover
-    from coordinator.simulator.simulation import Simulation
+from coordinator.simulator.runtime import Runtime
+from coordinator.simulator.scenario import ClientSpec
 
 TopicPartition = tuple[str, int]
 
 
+class Member(Protocol):
+    """What a coordinator reads of the client behind a member (and the member id it hands out).
+    The coordinators' own client protocols extend this with the responses they send."""
+    instance_id: str | None
+    client_id: str
+    host: str
+    spec: ClientSpec
+    member_id: str | None
+
+
+class OffsetCommitter(Protocol):
+    """Either group coordinator, as far as committing offsets goes (all a plain `Client` sends)."""
+
+    def offset_commit(self, client: Client, member_id: str | None,
+                      offsets: dict[TopicPartition, int]) -> None: ...
+
+
 class Client:
-    def __init__(self, sim: "Simulation", index: int) -> None:
+    def __init__(self, sim: Runtime, coordinator: OffsetCommitter, index: int) -> None:
         spec = sim.scenario.clients
         self.sim = sim
+        self.coordinator = coordinator
         self.index = index
         self.name = f"consumer-{index}"
         self.client_id = f"consumer-{sim.scenario.group}-{index}"
@@ -82,19 +100,19 @@ class Client:
     def acquire(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in sorted(set(partitions) - self.owned):
             self.owned.add(tp)
-            self.sim.start_processing(self, tp)
+            self.sim.start_processing(self.name, tp)
 
     def release(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in sorted(set(partitions) & self.owned):
             self.owned.discard(tp)
-            self.sim.stop_processing(self, tp)
+            self.sim.stop_processing(self.name, tp)
 
     def commit(self, partitions: Iterable[TopicPartition], then: Callable[[], None] | None = None) -> None:
         """OffsetCommit of the current positions; `then` runs when the response is back."""
-        offsets = {tp: self.sim.flows[tp].consumed_offset(self.sim.now) for tp in sorted(partitions)}
+        offsets = {tp: self.sim.consumed_offset(tp) for tp in sorted(partitions)}
         if offsets:
             member = self.member_id
-            self.sim.after(self.net(), self.sim.coordinator.offset_commit, self, member, offsets)
+            self.sim.after(self.net(), self.coordinator.offset_commit, self, member, offsets)
         if then is not None:
             self.later(2 * self.net() if offsets else 0, then)
 

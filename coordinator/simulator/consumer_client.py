@@ -2,28 +2,21 @@
 reconciliation in poll(): commit and revoke first, then take new partitions, then acknowledge."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from coordinator.simulator.client import Client
 from coordinator.simulator.consumer_group import EMPTY, ConsumerGroupCoordinator, Partitions
-
-if TYPE_CHECKING:  # pragma: no cover
-    from coordinator.simulator.simulation import Simulation
+from coordinator.simulator.runtime import Runtime
 
 
 class ConsumerProtocolClient(Client):
     """A consumer with group.protocol=consumer: periodic heartbeats, reconciliation in poll()."""
 
-    def __init__(self, sim: "Simulation", index: int) -> None:
-        super().__init__(sim, index)
+    def __init__(self, sim: Runtime, coordinator: ConsumerGroupCoordinator, index: int) -> None:
+        super().__init__(sim, coordinator, index)
+        self.coordinator: ConsumerGroupCoordinator = coordinator  # the narrower type: heartbeats
         self.epoch = 0
         self._hb_token = 0
         self.last_hb = 0
         self.reconciling = False
-
-    @property
-    def coordinator(self) -> ConsumerGroupCoordinator:
-        return self.sim.coordinator  # type: ignore[return-value]
 
     def begin(self) -> None:
         self.member_id = self.sim.kafka_uuid()  # 4.0+ clients choose their own member id

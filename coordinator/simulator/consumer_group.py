@@ -10,14 +10,11 @@ member's tombstones (8, 7, 5) and bumps the group epoch. All records of one requ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from coordinator.simulator.client import Client, TopicPartition
+from coordinator.simulator.client import Client, Member, TopicPartition
+from coordinator.simulator.runtime import Runtime
 from coordinator.simulator.truth import TrueRebalance
-
-if TYPE_CHECKING:  # pragma: no cover
-    from coordinator.simulator.consumer_client import ConsumerProtocolClient
-    from coordinator.simulator.simulation import Simulation
 
 STABLE, UNREVOKED, UNRELEASED = 0, 1, 2
 SERVER_ASSIGNORS = {"server-uniform": "uniform", "server-range": "range"}
@@ -25,10 +22,19 @@ Partitions = frozenset[TopicPartition]
 EMPTY: Partitions = frozenset()
 
 
+class ConsumerMemberClient(Member, Protocol):
+    """The responses the coordinator sends a member (a `ConsumerProtocolClient`, which is not
+    named here because consumer_client.py imports this module)."""
+
+    def on_heartbeat_response(self, epoch: int, assigned: Partitions) -> None: ...
+
+    def on_fenced(self) -> None: ...
+
+
 @dataclass
 class ModernMember:
     member_id: str
-    client: "ConsumerProtocolClient"
+    client: ConsumerMemberClient
     epoch: int = 0
     previous_epoch: int = 0
     state: int = STABLE
@@ -40,7 +46,7 @@ class ModernMember:
 
 
 class ConsumerGroupCoordinator:
-    def __init__(self, sim: "Simulation") -> None:
+    def __init__(self, sim: Runtime) -> None:
         self.sim = sim
         self.group = sim.scenario.group
         self.exists = False
@@ -96,7 +102,7 @@ class ConsumerGroupCoordinator:
                 self._tombstone(5, "consumer_group_member_metadata", key)]
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------
-    def heartbeat(self, client: "ConsumerProtocolClient", member_id: str, member_epoch: int,
+    def heartbeat(self, client: ConsumerMemberClient, member_id: str, member_epoch: int,
                   owned: Partitions) -> None:
         net = self.sim.scenario.network_ms
         records: list[dict] = []
@@ -242,7 +248,7 @@ class ConsumerGroupCoordinator:
         if member is not None and member.epoch == -2:
             self._fence(member_id, "session_expired", left_ms)
 
-    def _replace(self, old: ModernMember, member_id: str, client: "ConsumerProtocolClient",
+    def _replace(self, old: ModernMember, member_id: str, client: ConsumerMemberClient,
                  records: list[dict]) -> ModernMember:
         """A static member back under a new member id takes over the old one's assignment without
         a group epoch bump: tombstones for the old id, then the new id's 5, 7 and 8."""

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from coordinator.assignors import assign
 from coordinator.partitioning import partition_for
+from coordinator.protocol import decode_sticky_user_data
 from coordinator.records import encode
 from coordinator.simulator.capture import CapturedRecord, OffsetsLog
 from coordinator.simulator.classic import ClassicCoordinator
@@ -60,6 +61,9 @@ def _topic_id(group: str, topic: str) -> str:
 
 
 class Simulation:
+    """Runs one scenario. It implements `runtime.Runtime`, the part of it the coordinator and the
+    clients use, and is the only module that builds them (none of them imports this one)."""
+
     def __init__(self, scenario: Scenario, strategy: str | None = None, seed: int = 0,
                  start_ms: int | None = None) -> None:
         """`start_ms` overrides the scenario's wall-clock origin (a live source passes "now")."""
@@ -149,7 +153,6 @@ class Simulation:
                generations: dict[str, int] | None,
                sticky: dict[str, bytes | None] | None = None) -> dict[str, list[TopicPartition]]:
         if self.strategy == "sticky" and sticky is not None:
-            from coordinator.protocol import decode_sticky_user_data
             previous = {}
             generations = {}
             for member, data in sticky.items():
@@ -170,17 +173,20 @@ class Simulation:
         return {**view, "offsets": dict(sorted(self.committed.items()))}
 
     # -- processing ------------------------------------------------------------------------------
-    def start_processing(self, client: Client, tp: TopicPartition) -> None:
+    def consumed_offset(self, tp: TopicPartition) -> int:
+        return self.flows[tp].consumed_offset(self.now)
+
+    def start_processing(self, owner: str, tp: TopicPartition) -> None:
         self.flows[tp].start(self.now, self.committed.get(tp))
-        self.owner[tp] = client.name
-        self.truth.partition_resumed(tp, self.abs_ms(self.now), client.name)
+        self.owner[tp] = owner
+        self.truth.partition_resumed(tp, self.abs_ms(self.now), owner)
         self._track_backlog()
 
-    def stop_processing(self, client: Client, tp: TopicPartition) -> None:
+    def stop_processing(self, owner: str, tp: TopicPartition) -> None:
         self.flows[tp].stop(self.now)
-        if self.owner.get(tp) == client.name:
+        if self.owner.get(tp) == owner:
             del self.owner[tp]
-        self.truth.partition_stopped(tp, self.abs_ms(self.now), client.name)
+        self.truth.partition_stopped(tp, self.abs_ms(self.now), owner)
 
     def _track_backlog(self) -> float:
         total = sum(f.backlog(self.now) for f in self.flows.values())
@@ -209,8 +215,11 @@ class Simulation:
 
     # -- scenario steps --------------------------------------------------------------------------
     def _spawn(self, delay_ms: int = 0) -> Client:
-        cls = ClassicClient if self.protocol == "classic" else ConsumerProtocolClient
-        client = cls(self, len(self.clients))
+        # Chosen by the coordinator's type (it is classic exactly when the protocol is) so each
+        # client is handed the coordinator class it talks to.
+        coordinator, index = self.coordinator, len(self.clients)
+        client: Client = (ClassicClient(self, coordinator, index) if isinstance(coordinator, ClassicCoordinator)
+                          else ConsumerProtocolClient(self, coordinator, index))
         self.clients.append(client)
         self.after(delay_ms, client.start)
         return client
@@ -264,7 +273,13 @@ class Simulation:
         while self.step():
             pass
         return SimulationResult(self.scenario.name, self.strategy, self.protocol, self.seed,
-                                list(self.log.records), self.truth, summarize(self))
+                                list(self.log.records), self.truth, self._summarize())
+
+    def _summarize(self) -> Summary:
+        return summarize(strategy=self.strategy, protocol=self.protocol, truth=self.truth,
+                         warmup_end_ms=self.abs_ms(self.warmup_ms), peak_backlog=self.peak_backlog,
+                         late=sum(f.late for f in self.flows.values()),
+                         late_before_warmup=self.late_before_warmup, records=len(self.log.records))
 
     def run_stream(self, speed: float | None = None,
                    sleep: Callable[[float], None] = time.sleep,

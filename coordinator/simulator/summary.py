@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from coordinator.simulator.simulation import Simulation
+from coordinator.simulator.truth import GroundTruth
 
 
 @dataclass(frozen=True)
@@ -24,18 +23,21 @@ class Summary:
         return asdict(self)
 
 
-def summarize(sim: "Simulation") -> Summary:
-    warmup = sim.abs_ms(sim.warmup_ms)
-    rebalances = [r for r in sim.truth.rebalances if r.members_after and r.start_ms >= warmup]
+def summarize(*, strategy: str, protocol: str, truth: GroundTruth, warmup_end_ms: int,
+              peak_backlog: float, late: float, late_before_warmup: float, records: int) -> Summary:
+    """The figures of a finished run, from its figures rather than the `Simulation` itself (which
+    imports this module). `warmup_end_ms` is wall-clock; `late` counts every late message of the
+    run, `late_before_warmup` those before the warm-up ended."""
+    rebalances = [r for r in truth.rebalances if r.members_after and r.start_ms >= warmup_end_ms]
     return Summary(
-        strategy=sim.strategy, protocol=sim.protocol, rebalances=len(rebalances),
+        strategy=strategy, protocol=protocol, rebalances=len(rebalances),
         partitions_moved=sum(len(r.partitions_moved) for r in rebalances),
         stopped_partition_seconds=round(sum(d["seconds"] for r in rebalances for d in r.downtime), 3),
         max_rebalance_seconds=max(((r.end_ms - r.start_ms) / 1000.0 for r in rebalances
                                    if r.end_ms is not None), default=0.0),
-        peak_backlog=int(round(sim.peak_backlog)),
-        over_budget=int(round(sum(f.late for f in sim.flows.values()) - sim.late_before_warmup)),
-        records=len(sim.log.records))
+        peak_backlog=int(round(peak_backlog)),
+        over_budget=int(round(late - late_before_warmup)),
+        records=records)
 
 
 def format_table(summaries: list[Summary]) -> str:
