@@ -45,8 +45,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from broker import OFFSETS_TOPIC, create_offsets_topic, start_broker  # noqa: E402
-from jvm_children import children_of  # noqa: E402
+from tests.support.tansu import OFFSETS_TOPIC, create_offsets_topic, start_broker  # noqa: E402
+from tests.support.jvm_children import children_of  # noqa: E402
 from coordinator import partition_for  # noqa: E402
 from coordinator.records import decode  # noqa: E402
 from source_throughput import tree_cpu_seconds  # noqa: E402
@@ -411,7 +411,7 @@ def main() -> None:
         records = fill(broker.bootstrap, args.groups, args.partitions, rounds)
         print(f"preloaded {records:,} commits ({args.groups} groups x {args.partitions} partitions "
               f"x {rounds} rounds) in {time.perf_counter() - t0:.1f}s; client {args.client}")
-        from streaming.job.lifecycle import build_spark
+        from streaming.job.session import build_spark
 
         t0 = time.perf_counter()
         spark = build_spark(base_config(args, workdir, "session", broker.bootstrap, "earliest",

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from coordinator import partition_for  # noqa: E402
-from memory_state import MemoryHandle  # noqa: E402
+from tests.support.memory_state import MemoryHandle  # noqa: E402
 from pipeline import T0, commit_key, commit_value, group_name, topic_of  # noqa: E402
 
 POLL_RECORDS = 20_000   # records per Arrow batch, as the source's polls deliver them

@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from broker import create_topic, start_broker  # noqa: E402
+from tests.support.tansu import create_topic, start_broker  # noqa: E402
 from streaming.sources.kafka_options import KafkaSourceOptions  # noqa: E402
 from streaming.sources.kafka_stream import offsets_client, partition_client  # noqa: E402
 from streaming.kafka.offset_ranges import OffsetRange  # noqa: E402

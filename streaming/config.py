@@ -48,8 +48,12 @@ class SparkConfig:
     master: str = _key("local[2]", "Spark master URL")
     app_name: str = _key("groupscope", "Spark application name")
     conf: dict[str, str] = _key({}, "extra Spark settings, passed to the session builder as is")
+    local_tuning: str = _key("auto", "auto: speed-ups for a local[...] master that groupscope "
+                             "launches itself (streaming/localmode/README.md), none under a "
+                             "cluster master or spark-submit; off: none at all")
 
 
+LOCAL_TUNING = ("auto", "off")
 SOURCE_TYPES = ("kafka-python", "kafka", "replay", "simulator")
 SOURCE_CLIENTS = ("kafka-python", "confluent")
 
@@ -341,6 +345,7 @@ def validate(config: Config) -> None:
     _one_of("source.type", source.type, SOURCE_TYPES)
     _one_of("source.client", source.client, SOURCE_CLIENTS)
     _one_of("history.format", config.history.format, HISTORY_FORMATS)
+    _one_of("spark.local_tuning", config.spark.local_tuning, LOCAL_TUNING)
     for name in config.metrics.compat:
         _one_of("metrics.compat", name, METRIC_COMPAT)
     if source.type == "replay" and not source.replay_path:

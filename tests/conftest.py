@@ -1,18 +1,35 @@
-"""Session-wide fixtures: one tansu broker and one local SparkSession for the whole test run.
+"""Session-wide fixtures: one Kafka broker and one local SparkSession for the whole test run.
 
 Both are slow to start, so tests share them; each test uses its own topic names and checkpoint
 directories so that they do not see each other's data.
+
+Tests are grouped by what they need, one folder each, and marked after it: `unit` (pure Python,
+no Spark, no broker: `pytest -m unit`), `spark`, `broker`, `prometheus` (promtool and a real
+Prometheus) and `deploy` (the compose stack's and service files' checks).
 """
 from __future__ import annotations
 
 import os
-import sys
+from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))  # lets tests `import broker`
+from tests.support.tansu import Broker, start_broker
 
-from broker import Broker, start_broker  # noqa: E402
+GROUPS = ("unit", "spark", "broker", "prometheus", "deploy")
+_HERE = Path(__file__).parent
+
+
+def pytest_configure(config) -> None:
+    for name in GROUPS:
+        config.addinivalue_line("markers", f"{name}: tests in tests/{name}/")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        group = Path(str(item.path)).relative_to(_HERE).parts[0]
+        if group in GROUPS:
+            item.add_marker(getattr(pytest.mark, group))
 
 
 @pytest.fixture(scope="session")
@@ -23,19 +40,28 @@ def broker() -> Broker:
 
 
 def build_test_spark():
-    from pyspark.sql import SparkSession
+    """The job's own session (local[2], the job's settings and local-mode tuning as
+    `spark.local_tuning` says, GROUPSCOPE_SPARK__LOCAL_TUNING=off turning it off), plus a quiet,
+    loopback-only driver."""
+    import dataclasses
 
-    from streaming.job.lifecycle import job_spark_conf
-    from streaming.localmode.worker_python import worker_python
+    from streaming.config import load_config
+    from streaming.job.session import build_spark
 
-    os.environ.setdefault("PYSPARK_PYTHON", worker_python())
-    # The job's own settings, so the tests run what users run; plus a quiet, local-only UI.
-    builder = SparkSession.builder.master("local[2]").appName("groupscope-tests")
-    for key, value in {**job_spark_conf("local[2]"), "spark.default.parallelism": "2",
-                       "spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
-                       "spark.driver.bindAddress": "127.0.0.1"}.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    config = load_config(path=None)
+    if config.spark.local_tuning == "auto":
+        # Spark's Python through the local-mode wrapper, but no zygote in the test process: the
+        # tests that count Spark's Python processes name them by their command lines, and
+        # tests/spark/test_python_zygote.py starts zygotes of its own.
+        from streaming.localmode.worker_python import worker_python
+
+        os.environ.setdefault("PYSPARK_PYTHON", worker_python())
+    spark_config = dataclasses.replace(config.spark, master="local[2]", app_name="groupscope-tests",
+                                       conf={"spark.default.parallelism": "2",
+                                             "spark.ui.enabled": "false",
+                                             "spark.driver.host": "127.0.0.1",
+                                             "spark.driver.bindAddress": "127.0.0.1"})
+    spark = build_spark(dataclasses.replace(config, spark=spark_config))
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -1,11 +1,6 @@
 """What a checkpoint says about how its group state is laid out.
 
-Before state shards (streaming.pipeline.shard_state) the job kept one state key per group, in a state
-variable named `group_state`. Spark accepts the new layout over such a checkpoint without
-complaint, so every group would silently start from empty; the job stops with a clear line
-instead. The state schema files Spark writes name the state variables.
-
-The number of shards is the checkpoint's own: a group's shard is a hash of its id modulo that
+Group state is kept in shards (streaming.pipeline.shard_state). The number of shards is the checkpoint's own: a group's shard is a hash of its id modulo that
 number, so reading a checkpoint with another number would lose every group that moves. A new
 checkpoint records the number it starts with (STATE_LAYOUT_FILE, next to the query's own
 directory); one with group state but no record was written with LEGACY_STATE_SHARDS, the only
@@ -20,9 +15,6 @@ import logging
 
 log = logging.getLogger("groupscope.job")
 
-LEGACY_STATE_VARIABLE = b"group_state"
-# Where Spark keeps the state schemas of the query's (only) stateful operator.
-_SCHEMA_DIR = "state/0/_stateSchema/default"
 # Where Spark keeps that operator's state.
 _STATE_DIR = "state/0"
 STATE_LAYOUT_FILE = "state-layout.json"
@@ -67,17 +59,3 @@ def state_shards(spark, checkpoint_path: str, default: int) -> int:
     finally:
         stream.close()
     return shards
-
-
-def has_legacy_group_state(spark, query_checkpoint: str) -> bool:
-    """True when the checkpoint's state was written one key per group."""
-    try:
-        fs, directory = hadoop_fs_path(spark, f"{query_checkpoint.rstrip('/')}/{_SCHEMA_DIR}")
-        if not fs.exists(directory):
-            return False
-        for status in fs.listStatus(directory):
-            if LEGACY_STATE_VARIABLE in _read(spark, fs, status.getPath()):
-                return True
-    except Exception:  # an unreadable schema is Spark's to report when the query starts
-        log.debug("could not inspect the checkpoint's state schema", exc_info=True)
-    return False

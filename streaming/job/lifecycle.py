@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,20 +19,16 @@ from typing import Any, Callable, Mapping
 from coordinator import compact_json
 from streaming.config import Config
 from streaming.job.batch_timing import BatchDurations
-from streaming.job.checkpoint_layout import has_legacy_group_state, state_shards
-from streaming.localmode.checkpoint_renames import use_plain_renames
+from streaming.job.checkpoint_layout import state_shards
 from streaming.errors import UserError
 from streaming.pipeline.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.gc_pause import collector_paused
 from streaming.job.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
                                unique_events)
-from streaming.localmode.jvm_class_cache import with_class_cache
-from streaming.localmode.jvm_jit import with_quick_jit
-from streaming.localmode.python_zygote import ENV_KEY as ZYGOTE_ENV, start_zygote
 from streaming.job.settings import (exporter_settings, offsets_client_factory, poller_settings,
                                   view_settings)
 from streaming.exporter.view import MonitorView
-from streaming.localmode.worker_python import worker_python
+from streaming.job.session import build_spark
 
 log = logging.getLogger("groupscope.job")
 
@@ -42,99 +36,17 @@ log = logging.getLogger("groupscope.job")
 OFFSETS_TOPIC_REFRESH_S = 5.0
 
 
-def job_spark_conf(master: str | None) -> dict[str, str]:
-    """The Spark settings the job runs with (`spark.conf` in the config overrides any)."""
-    return {
-        "spark.sql.shuffle.partitions": str(state_partitions(master)),
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        # After Spark's own Kafka source the decode stage (a mapInArrow) drops superseded commits
-        # within each Arrow batch it gets, so bigger batches leave fewer rows to shuffle (1M
-        # commits: 60,000 records/s against 54,000 with Spark's 10,000). Our own sources decode
-        # whole read tasks and are not affected.
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-        "spark.sql.streaming.stateStore.providerClass":
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        # Each commit writes the batch's changes instead of uploading new SST files; snapshots
-        # are taken in the background. Latency at 5,000 commits/s: p50 3.3 s against 4.7 s.
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-        # Python workers fork from a daemon that has already imported what they run (PySpark's
-        # worker, pyarrow, pandas, the job's stages; streaming/localmode/spark_daemon.py): each new worker
-        # would otherwise import it all again, about 1 s of CPU.
-        "spark.python.daemon.module": "streaming.localmode.spark_daemon",
-        # Python workers connect back to the JVM; on a busy machine the default 15 s is not
-        # always enough.
-        "spark.python.authenticate.socketTimeout": "120s",
-        # With simplified tracebacks the state stage's workers get an environment variable the
-        # read tasks' workers do not, and Spark starts a daemon per worker environment: a
-        # second daemon, another 1.2 s of imports in the first query and a 180 MB process kept
-        # after it (streaming/localmode/daemon_prestart.py).
-        "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
-    }
-
-
-def build_spark(config: Config):
-    """A SparkSession for the job. Under spark-submit the session already exists and its
-    master wins; `spark.master` only applies to `groupscope run`."""
-    from pyspark.sql import SparkSession
-
-    own_master = bool(config.spark.master) and not os.environ.get("SPARK_ENV_LOADED")
-    local = own_master and config.spark.master.startswith("local")
-    if "PYSPARK_PYTHON" not in os.environ:
-        # Python workers must run this interpreter (the one with groupscope installed); in
-        # local mode without PySpark's zip on their path (streaming/localmode/worker_python.py), forked
-        # from a process that has imported what they run (streaming/localmode/python_zygote.py).
-        os.environ["PYSPARK_PYTHON"] = worker_python() if local else sys.executable
-        if (local and os.environ["PYSPARK_PYTHON"] != sys.executable
-                and ZYGOTE_ENV not in os.environ):  # GROUPSCOPE_ZYGOTE=off: no zygote
-            zygote = start_zygote()
-            if zygote:
-                os.environ[ZYGOTE_ENV] = zygote[0]
-    user_conf = dict(config.spark.conf)
-    if local:
-        # This process launches the driver JVM: it can map the classes an earlier run loaded
-        # (streaming/localmode/jvm_class_cache.py) and keep to the quick JIT (streaming/localmode/jvm_jit.py).
-        user_conf = with_class_cache(with_quick_jit(user_conf))
-    builder = SparkSession.builder.appName(config.spark.app_name)
-    for key, value in job_spark_conf(config.spark.master).items():
-        builder = builder.config(key, value)
-    if own_master:
-        builder = builder.master(config.spark.master)
-    for key, value in user_conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
-
-
-def state_partitions(master: str | None) -> int:
-    """Partitions of the group state (`spark.sql.shuffle.partitions`) unless `spark.conf` says.
-
-    Each partition costs a state-store commit and a Python task per micro-batch whatever its
-    size, so in local mode there is one per core (local[2]: 2 measured 52,000 records/s against
-    44,000 with 4, and half the latency). A checkpoint keeps the number it was started with.
-    """
-    match = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]", master or "")
-    if match:
-        return (os.cpu_count() or 2) if match.group(1) == "*" else max(1, int(match.group(1)))
-    return 1 if master == "local" else 4
-
-
-def build_pipeline(spark, config: Config, shards: int, source_df=None, context=None):
+def build_pipeline(spark, config: Config, shards: int, source_df=None):
     """The decoded, stateful stream: rows (group, kind, payload, ts_ms), the groups over `shards`
     state keys. `source_df` (rows in Spark's Kafka schema) replaces the configured source."""
     from streaming.pipeline.state_stage import GroupProcessor, stateful_stage
     from streaming.sources import build_source
 
-    processor = GroupProcessor(context)
-    every_record = processor.context.emit_offset_events
-    if source_df is None and not every_record:
+    if source_df is None:
         decoded = build_source(spark, config, decoded=True)
     else:
-        raw = source_df if source_df is not None else build_source(spark, config)
-        decoded = decoded_stream(raw, every_record)
-    return stateful_stage(decoded, processor, shards)
+        decoded = decoded_stream(source_df)
+    return stateful_stage(decoded, GroupProcessor(), shards)
 
 
 @dataclass
@@ -363,7 +275,6 @@ class Job:
         return target
 
     def start(self):
-        from streaming.localmode.daemon_prestart import start_worker_daemon
         from streaming.exporter.end_offset_poller import EndOffsetPoller
         from streaming.exporter.server import start_exporter as serve
         from streaming.pipeline.shard_state import STATE_SHARDS
@@ -372,17 +283,10 @@ class Job:
         if self.spark is None:
             self.spark = build_spark(config)
         query_checkpoint = os.path.join(config.checkpoint.path, "query")
-        if has_legacy_group_state(self.spark, query_checkpoint):
-            raise UserError(
-                f"checkpoint {config.checkpoint.path} keeps group state one key per group, as "
-                "groupscope did before state shards; this version would start every group from "
-                "empty. Use a new checkpoint.path (or delete this one): the state is rebuilt "
-                "from __consumer_offsets")
         try:
             shards = state_shards(self.spark, config.checkpoint.path, STATE_SHARDS)
         except ValueError as exc:
             raise UserError(f"checkpoint.path: {exc}") from None
-        use_plain_renames(self.spark, config.checkpoint.path)
         if self._offsets_client_factory is None and config.source.type in ("kafka-python", "kafka"):
             self._offsets_client_factory = offsets_client_factory(config)
         if self._progress_target is None and config.source.type in ("kafka-python", "kafka"):
@@ -409,7 +313,6 @@ class Job:
         progress.refresh_target()
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval)
         stream = build_pipeline(self.spark, config, shards, self._source_df)
-        start_worker_daemon(self.spark)  # in the background, while the query is planned
         trigger = {"processingTime": f"{int(config.trigger.interval * 1000)} milliseconds"}
         self.query = (stream.writeStream.foreachBatch(self.sink)
                       .option("checkpointLocation", query_checkpoint)

@@ -8,7 +8,7 @@ up, with a worker forked and idle, by the time the read tasks come.
 
 That job shares the read tasks' daemon only because its workers' environment is theirs: Spark
 keeps one daemon per distinct worker environment. The same holds for the state stage, which is
-why `job_spark_conf` turns off PySpark's simplified tracebacks (the setting adds a variable to
+why `tuning.DAEMON_SETTINGS` turns off PySpark's simplified tracebacks (the setting adds a variable to
 the environment of some stages' workers and not of others').
 
 Local mode only: on a cluster one task would start the daemon of one executor.

@@ -91,9 +91,14 @@ def spark_path_entries() -> list[str]:
 def worker_python(executable: str = sys.executable) -> str:
     """An executable that runs `executable` without `spark_path_entries` on PYTHONPATH (or
     `executable` itself when there are none)."""
-    dropped = spark_path_entries()
-    if not dropped:
+    found = spark_path_entries()
+    if not found:
         return executable
+    # Spark names these entries by their resolved paths; a virtualenv reached through a symlink
+    # (a release folder behind a `current` link) gives this interpreter the unresolved ones.
+    # Both spellings are dropped, or the entries stay and the zygote declines every process.
+    dropped = list(dict.fromkeys(path for entry in found
+                                 for path in (entry, os.path.realpath(entry))))
     client = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_client.py")
     script = _WRAPPER.format(python=shlex.quote(executable), client=shlex.quote(client),
                              dropped="|".join(shlex.quote(entry) for entry in dropped))

@@ -182,17 +182,10 @@ def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBat
         yield _concat([_narrow(kept), *monitors], STAGE_SCHEMA)
 
 
-def decode_partition_every_record(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The mapInArrow function for a state stage that emits an event per offset commit."""
-    for batch in batches:
-        yield decode_arrow_batch(batch)
-
-
-def decoded_stream(source_df, every_record: bool = False):
-    """This stage as a mapInArrow after `source_df` (Spark's Kafka schema): rows in STAGE_DDL.
-    Superseded commits are dropped before the shuffle unless each commit is to emit an event
-    (`every_record`). groupscope's own sources run `decode_partition` in their read tasks
-    instead (streaming.sources.in_task_decode)."""
-    decode = decode_partition_every_record if every_record else decode_partition
+def decoded_stream(source_df):
+    """This stage as a mapInArrow after `source_df` (Spark's Kafka schema): rows in STAGE_DDL,
+    superseded commits dropped before the shuffle. groupscope's own sources run
+    `decode_partition` in their read tasks instead (streaming.sources.in_task_decode)."""
+    decode = decode_partition
     # Only the columns decoding reads cross into the decode stage's Python worker.
     return source_df.select(*DECODE_INPUT_COLUMNS).mapInArrow(decode, STAGE_DDL)

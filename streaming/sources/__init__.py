@@ -19,7 +19,6 @@ from streaming.sources.kafka_options import parse_options, spark_kafka_options
 from streaming.sources.kafka_stream import FORMAT as KAFKA_FORMAT, KafkaDataSource
 from streaming.kafka.records import KAFKA_SCHEMA
 from streaming.sources.replay import FORMAT as REPLAY_FORMAT, ReplayDataSource
-from streaming.localmode.static_source_lookup import skip_static_source_lookup
 
 __all__ = ["KAFKA_SCHEMA", "build_source", "register_sources"]
 
@@ -81,7 +80,6 @@ def build_source(spark: SparkSession, config, decoded: bool = False) -> DataFram
     if builder is None:
         raise UserError(f"config key source.type: {config.source.type!r} is not one of "
                         f"{', '.join(BUILDERS)}")
-    skip_static_source_lookup(spark)  # no source the job reads is found by it
     if decoded and builder in DECODING_BUILDERS:
         return builder(spark, config.source, decoded=True)
     frame = builder(spark, config.source)

@@ -100,7 +100,8 @@ class Demo:
         self._own_spark = spark is None
 
     def start(self) -> "Demo":
-        from streaming.job.lifecycle import Job, build_spark
+        from streaming.job.lifecycle import Job
+        from streaming.job.session import build_spark
         from streaming.job.settings import view_settings
         from streaming.sources.simulator import feed_dataframe, feed_from_config
         from streaming.cli.terminal_view import RebalanceLogView

@@ -1,0 +1,188 @@
+"""The end-offset poller: with an injected client (failures, timeouts, deleted topics) and against
+a real Kafka-compatible broker (tansu, from tests/support/tansu.py)."""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+
+from tests.support.tansu import create_topic, produce_raw
+from streaming.exporter.end_offset_poller import (EndOffsetPoller, KafkaPythonOffsetsClient, PollerSettings,
+                                  kafka_topic_id)
+from streaming.exporter.catalog import build_families
+from streaming.exporter.view import MonitorView, ViewSettings
+
+
+def committed_group(view: MonitorView, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    commit_ms = int(view.clock() * 1000)
+    view.update_groups([{
+        "group": group, "group_type": "classic", "protocol_type": "consumer", "protocol": "range",
+        "state": "Empty", "generation": 1, "assignment_epoch": None, "leader": None,
+        "current_state_timestamp_ms": None, "coordinator_partition": 0, "members": [],
+        "subscribed_topics": [], "last_rebalance": None, "updated_ms": 0,
+        "offsets": [{"topic": t, "partition": p, "offset": o, "leader_epoch": None,
+                     "metadata": "", "commit_timestamp_ms": commit_ms, "topic_id": None}
+                    for (t, p), o in offsets.items()]}])
+
+
+class FakeClient:
+    def __init__(self, ends, starts, counts, names=None):
+        self.ends, self.starts, self.counts, self.names = ends, starts, counts, names or {}
+        self.asked: list[list] = []
+        self.fail = False
+        self.closed = 0
+
+    def end_offsets(self, partitions):
+        self.asked.append(list(partitions))
+        if self.fail:
+            raise TimeoutError("ListOffsets timed out")
+        return {tp: self.ends[tp] for tp in partitions}
+
+    def start_offsets(self, partitions):
+        return {tp: self.starts[tp] for tp in partitions}
+
+    def topic_metadata(self):
+        return self.names, self.counts
+
+    def close(self):
+        self.closed += 1
+
+
+def gauge(view, name, **labels):
+    for family in build_families(view):
+        if family.name != name:
+            continue
+        for values, number in family.samples:
+            if dict(zip(family.label_names, values)) == dict(cluster="default", **labels):
+                return number
+    raise KeyError((name, labels))
+
+
+def test_polls_exactly_the_committed_partitions_that_exist():
+    view = MonitorView()
+    committed_group(view, "g", {("a", 0): 1, ("a", 1): 2, ("gone", 0): 3, ("a", 7): 0})
+    client = FakeClient({("a", 0): 10, ("a", 1): 20}, {("a", 0): 0, ("a", 1): 5}, {"a": 2})
+    poller = EndOffsetPoller(view, lambda: client, clock=lambda: 100.0)
+    assert poller.poll_once()
+    # "gone" is not in the metadata and a/7 does not exist: neither is asked for.
+    assert client.asked == [[("a", 0), ("a", 1)]]
+    assert view.ends[("a", 1)].timeline.latest == (20, 100.0)
+    assert view.ends[("a", 1)].start == 5
+    assert view.partition_counts == {"a": 2}
+
+
+def test_failed_poll_keeps_values_and_age_grows():
+    now = [100.0]
+    view = MonitorView(clock=lambda: now[0])
+    committed_group(view, "g", {("a", 0): 1})
+    client = FakeClient({("a", 0): 10}, {("a", 0): 0}, {"a": 1})
+    refreshed = []
+    poller = EndOffsetPoller(view, lambda: client, clock=lambda: now[0],
+                             on_poll=lambda: refreshed.append(now[0]))
+    assert poller.poll_once()
+    client.fail = True
+    now[0] = 160.0
+    assert not poller.poll_once()
+    assert client.closed == 1  # the broken client is dropped; a new one is made next time
+    assert view.ends[("a", 0)].timeline.latest == (10, 100.0)
+    assert gauge(view, "groupscope_end_offsets_age_seconds") == 60.0
+    assert view.poll_failures == 1
+    assert refreshed == [100.0, 160.0]
+    client.fail = False
+    client.ends[("a", 0)] = 15
+    now[0] = 170.0
+    assert poller.poll_once()
+    assert view.ends[("a", 0)].timeline.samples() == [(10, 100.0), (15, 170.0)]
+
+
+def test_slow_poll_never_blocks_the_view():
+    view = MonitorView()
+    committed_group(view, "g", {("a", 0): 1})
+    release = threading.Event()
+
+    class Slow(FakeClient):
+        def end_offsets(self, partitions):
+            release.wait(10)
+            return super().end_offsets(partitions)
+
+    poller = EndOffsetPoller(view, lambda: Slow({("a", 0): 4}, {("a", 0): 0}, {"a": 1}),
+                             PollerSettings(interval_s=0.05))
+    poller.start()
+    try:
+        time.sleep(0.2)
+        started = time.monotonic()
+        committed_group(view, "g", {("a", 0): 2})  # the job keeps feeding while a poll hangs
+        build_families(view)
+        assert time.monotonic() - started < 5
+    finally:
+        release.set()
+        poller.stop()
+
+
+def test_topic_id_in_kafka_form():
+    value = "01a200a0-5531-7130-903e-e8feb06ea2f7"
+    encoded = kafka_topic_id(value)
+    assert len(encoded) == 22 and "=" not in encoded
+    import base64
+    assert uuid.UUID(bytes=base64.urlsafe_b64decode(encoded + "==")) == uuid.UUID(value)
+
+
+def test_bad_poller_settings():
+    with pytest.raises(ValueError):
+        PollerSettings(interval_s=0)
+
+
+def test_poller_against_a_real_broker(broker):
+    topic = f"endoffsets-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 3)
+    counts = {0: 5, 1: 2, 2: 0}
+    records = [(p, None, f"v{i}".encode(), 1_700_000_000_000 + i)
+               for p, n in counts.items() for i in range(n)]
+    produce_raw(broker.bootstrap, topic, records)
+
+    view = MonitorView(ViewSettings(cluster="default"))
+    committed_group(view, "g", {(topic, 0): 1, (topic, 1): 2, (topic, 2): 0})
+    poller = EndOffsetPoller(
+        view, lambda: KafkaPythonOffsetsClient(broker.bootstrap, timeout_s=10.0))
+    try:
+        assert poller.poll_once(), "poll against tansu failed"
+        assert {key[1]: entry.timeline.latest[0] for key, entry in view.ends.items()} == counts
+        assert {key[1]: entry.start for key, entry in view.ends.items()} == {0: 0, 1: 0, 2: 0}
+        assert view.partition_counts[topic] == 3
+        assert topic in view.topic_names.values()
+        assert all(len(topic_id) == 22 for topic_id in view.topic_names)
+        assert gauge(view, "kafka_consumergroup_lag", group="g", topic=topic, partition="0") == 4
+
+        produce_raw(broker.bootstrap, topic, [(0, None, b"late", 1_700_000_001_000)])
+        assert poller.poll_once()
+        assert view.ends[(topic, 0)].timeline.latest[0] == 6
+        assert gauge(view, "kafka_consumergroup_lag", group="g", topic=topic, partition="0") == 5
+    finally:
+        poller.stop()
+
+
+def test_metadata_is_refreshed_early_for_a_new_topic():
+    now = [100.0]
+    view = MonitorView(clock=lambda: now[0])
+    committed_group(view, "g", {("a", 0): 1})
+    client = FakeClient({("a", 0): 10, ("b", 0): 7}, {("a", 0): 0, ("b", 0): 0}, {"a": 1})
+    calls = []
+    original = client.topic_metadata
+    client.topic_metadata = lambda: calls.append(now[0]) or original()
+    poller = EndOffsetPoller(view, lambda: client, PollerSettings(interval_s=5.0),
+                             clock=lambda: now[0])
+    assert poller.poll_once()
+    now[0] = 105.0
+    committed_group(view, "g", {("a", 0): 1, ("b", 0): 2})  # a topic the metadata lacks
+    client.counts = {"a": 1, "b": 1}
+    assert poller.poll_once()
+    assert calls == [100.0] and ("b", 0) not in view.ends  # too soon: at most every 3 polls
+    now[0] = 115.0
+    assert poller.poll_once()
+    assert calls == [100.0, 115.0]
+    assert view.ends[("b", 0)].timeline.latest == (7, 115.0)
+    now[0] = 130.0
+    assert poller.poll_once()
+    assert calls == [100.0, 115.0]  # every topic known: back to metadata_interval

@@ -1,0 +1,39 @@
+"""The driver JVM the job launches in local mode keeps to the quick JIT compiler, unless the
+user's JVM options choose otherwise."""
+from __future__ import annotations
+
+from tests.support.driver_session import run_new_session
+from streaming.localmode.jvm_jit import QUICK_JIT, with_quick_jit
+
+
+def test_the_quick_jit_goes_ahead_of_the_users_other_options():
+    conf = {"spark.driver.extraJavaOptions": "-Xss4m", "spark.ui.enabled": "false"}
+    assert with_quick_jit(conf) == {"spark.driver.extraJavaOptions": f"{QUICK_JIT} -Xss4m",
+                                    "spark.ui.enabled": "false"}
+    assert with_quick_jit({}) == {"spark.driver.extraJavaOptions": QUICK_JIT}
+
+
+def test_the_users_own_jit_choice_wins():
+    for flags in ("-XX:TieredStopAtLevel=4", "-Xss4m -XX:-TieredCompilation"):
+        conf = {"spark.driver.extraJavaOptions": flags}
+        assert with_quick_jit(conf) == conf
+
+
+_RUN = """
+import json
+from streaming.config import Config, SparkConfig
+from streaming.job.session import build_spark
+spark = build_spark(Config(spark=SparkConfig(master="local[1]", conf=CONF)))
+jvm = spark.sparkContext._jvm
+args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+print(json.dumps(args))
+"""
+
+
+def test_the_driver_jvm_runs_with_the_quick_jit_and_the_users_options(tmp_path):
+    # -Xshare:auto leaves out the class-data archive, which a JVM would otherwise spend
+    # seconds writing into tmp_path on its way out.
+    conf = {"spark.driver.extraJavaOptions": "-Xss4m -Xshare:auto"}
+    args = run_new_session(_RUN.replace("CONF", repr(conf)), tmp_path)
+    assert QUICK_JIT in args and "-Xss4m" in args
+    assert args.index(QUICK_JIT) < args.index("-Xss4m")

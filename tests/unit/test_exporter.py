@@ -1,0 +1,518 @@
+"""The exporter over HTTP: feed a MonitorView with group snapshots and events, scrape /metrics on
+an ephemeral 127.0.0.1 port, parse with prometheus_client.parser and check exact values."""
+from __future__ import annotations
+
+import gc
+import math
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from coordinator.status import StatusSettings
+from streaming.exporter.server import ExporterSettings, ViewCollector, start_exporter
+from streaming.exporter.exposition import render_text
+from streaming.exporter.catalog import build_families
+from streaming.exporter.metrics_cache import MetricsCache
+from streaming.exporter.view import MonitorView, ViewSettings
+from tests.support.collector_probe import garbage_collections
+from tests.support.scrape_support import parse, scrape
+
+T0 = 1_700_000_000.0
+
+
+class Clock:
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def member(member_id, assigned, topics=("orders",), client_id="app", host="/10.0.0.1",
+           instance=None):
+    return {"member_id": member_id, "group_instance_id": instance, "client_id": client_id,
+            "client_host": host, "rack": None, "session_timeout_ms": 45000,
+            "rebalance_timeout_ms": 300000, "subscribed_topics": list(topics),
+            "subscribed_topic_regex": None, "assigned": [list(tp) for tp in assigned],
+            "member_epoch": None, "member_state": None, "target": None,
+            "pending_revocation": None, "extra": {}}
+
+
+def snapshot(group, members, offsets, generation=4, state="Stable", protocol="range",
+             group_type="classic", subscribed=None, last_rebalance=None, updated_s=T0 - 60):
+    if subscribed is None:
+        subscribed = sorted({t for m in members for t in m["subscribed_topics"]})
+    return {"group": group, "group_type": group_type, "protocol_type": "consumer",
+            "protocol": protocol, "state": state, "generation": generation,
+            "assignment_epoch": None, "leader": members[0]["member_id"] if members else None,
+            "current_state_timestamp_ms": None, "coordinator_partition": 12,
+            "members": members, "subscribed_topics": subscribed,
+            "offsets": [{"topic": t, "partition": p, "offset": o, "leader_epoch": None,
+                         "metadata": "", "commit_timestamp_ms": int(ts * 1000), "topic_id": None}
+                        for t, p, o, ts in offsets],
+            "last_rebalance": last_rebalance, "updated_ms": int(updated_s * 1000)}
+
+
+def value(samples, name, **labels):
+    labels.setdefault("cluster", "test")
+    return samples[name][frozenset(labels.items())]
+
+
+@pytest.fixture()
+def clock():
+    return Clock()
+
+
+def make_view(clock, **settings):
+    settings.setdefault("cluster", "test")
+    settings.setdefault("status", StatusSettings(window_size=4, min_complete=0.5))
+    return MonitorView(ViewSettings(**settings), clock=clock)
+
+
+@pytest.fixture()
+def served(clock):
+    """(view, scrape function) with the exporter on an ephemeral port."""
+    running = []
+
+    def start(**settings):
+        exporter_settings = settings.pop("exporter", ExporterSettings(listen="127.0.0.1:0"))
+        view = make_view(clock, **settings)
+        exporter = start_exporter(view, exporter_settings)
+        running.append(exporter)
+        return view, exporter.port
+
+    yield start
+    for exporter in running:
+        exporter.stop()
+
+
+def feed_orders_group(view, clock):
+    """Group `shop`: 2 members on orders (3 partitions) + an idle member; end offsets polled
+    twice."""
+    view.update_topic_metadata({}, {"orders": 4, "audit": 1})
+    members = [member("m-a", [("orders", 0), ("orders", 1)], client_id="a", host="/10.0.0.1"),
+               member("m-b", [("orders", 2)], client_id="b", host="/10.0.0.2", instance="i-b"),
+               member("m-c", [], client_id="c", host="/10.0.0.3")]
+    offsets = [("orders", 0, 100, T0 - 30), ("orders", 1, 250, T0 - 30),
+               ("orders", 2, 900, T0 - 30), ("audit", 0, 5, T0 - 30)]
+    view.update_groups([snapshot("shop", members, offsets)])
+    view.update_end_offsets({("orders", 0): 50, ("orders", 1): 200, ("orders", 2): 880,
+                             ("audit", 0): 9},
+                            {("orders", 0): 0, ("orders", 1): 0, ("orders", 2): 0,
+                             ("audit", 0): 0}, T0 - 100, 0.05)
+    view.update_end_offsets({("orders", 0): 150, ("orders", 1): 300, ("orders", 2): 880,
+                             ("audit", 0): 9},
+                            {("orders", 0): 120, ("orders", 1): 0, ("orders", 2): 0,
+                             ("audit", 0): 0}, T0 - 10, 0.05)
+
+
+def test_healthz_is_503_until_ready(served):
+    view, port = served()
+    with pytest.raises(urllib.error.HTTPError) as error:
+        scrape(port, "/healthz")
+    assert error.value.code == 503
+    view.set_offsets_topic_progress({0: 3, 1: 0}, ready=False)
+    with pytest.raises(urllib.error.HTTPError):
+        scrape(port, "/healthz")
+    view.set_offsets_topic_progress({0: 0, 1: 0}, ready=True)
+    assert scrape(port, "/healthz")[0] == 200
+    samples = parse(scrape(port)[1])
+    assert value(samples, "groupscope_ready") == 1
+    assert value(samples, "groupscope_offsets_topic_lag", partition="0") == 0
+
+
+def test_lag_sums_maxima_and_group_state(served, clock):
+    view, port = served()
+    feed_orders_group(view, clock)
+    status, text = scrape(port)
+    assert status == 200
+    s = parse(text)
+    g = dict(group="shop")
+    assert value(s, "kafka_consumergroup_info", group="shop", group_type="classic",
+                 protocol_type="consumer", protocol="range", state="Stable",
+                 coordinator_partition="12") == 1
+    assert value(s, "kafka_consumergroup_generation", **g) == 4
+    assert value(s, "kafka_consumergroup_members", **g) == 3
+    assert value(s, "kafka_consumergroup_member_assigned_partitions", group="shop",
+                 member_id="m-b", client_id="b", client_host="/10.0.0.2", instance_id="i-b") == 1
+    assert value(s, "kafka_consumergroup_idle_members", **g) == 1
+    assert value(s, "kafka_consumergroup_assignment_skew", **g) == 2
+    assert value(s, "kafka_consumergroup_unassigned_partitions", topic="orders", **g) == 1
+    # Lag against the freshest end offsets (second poll); audit is not subscribed: no lag.
+    assert value(s, "kafka_consumergroup_lag", topic="orders", partition="0", **g) == 50
+    assert value(s, "kafka_consumergroup_lag", topic="orders", partition="1", **g) == 50
+    assert value(s, "kafka_consumergroup_lag", topic="orders", partition="2", **g) == 0
+    assert not any(dict(k).get("topic") == "audit" for k in s["kafka_consumergroup_lag"])
+    assert value(s, "kafka_consumergroup_committed_offset", topic="orders", partition="2",
+                 **g) == 900
+    assert value(s, "kafka_consumergroup_commit_timestamp_seconds", topic="orders",
+                 partition="2", **g) == T0 - 30
+    assert value(s, "kafka_consumergroup_topic_lag", topic="orders", **g) == 100
+    assert value(s, "kafka_consumergroup_group_lag", **g) == 100
+    assert value(s, "kafka_consumergroup_group_max_lag", **g) == 50
+    assert value(s, "kafka_partition_log_end_offset", topic="orders", partition="1") == 300
+    assert value(s, "kafka_partition_log_start_offset", topic="orders", partition="0") == 120
+    # Committed 100 below log start 120: 20 records lost to retention.
+    assert value(s, "kafka_consumergroup_messages_lost", topic="orders", partition="0", **g) == 20
+    # Commit 900 above the end offset 880 we know: lag 0, counted as negative (once).
+    assert value(s, "groupscope_negative_lag_total") == 1
+    assert value(s, "groupscope_negative_lag_total") == parse(scrape(port)[1])[
+        "groupscope_negative_lag_total"][frozenset({("cluster", "test")})]
+    # Time lag: orders/1 committed 250; end 200 -> 300 between T0-100 and T0-10, so the end
+    # reached 251 at T0-100 + 51 * 0.9 = T0-54.1; now is T0.
+    assert value(s, "kafka_consumergroup_lag_seconds", topic="orders", partition="1",
+                 **g) == pytest.approx(54.1)
+    assert value(s, "kafka_consumergroup_lag_seconds_method", topic="orders", partition="1",
+                 **g) == 1
+    assert value(s, "kafka_consumergroup_lag_seconds", topic="orders", partition="2", **g) == 0
+    assert value(s, "kafka_consumergroup_lag_seconds_method", topic="orders", partition="2",
+                 **g) == 0
+    # orders/0: committed 100 is older than the table (first sample end 50 -> 150): interpolated
+    # between 50 and 150: end reached 101 at T0-100 + 51 * 0.9.
+    assert value(s, "kafka_consumergroup_lag_seconds", topic="orders", partition="0",
+                 **g) == pytest.approx(54.1)
+    assert value(s, "kafka_consumergroup_group_max_lag_seconds", **g) == pytest.approx(54.1)
+    assert value(s, "kafka_consumergroup_status", **g) == 1
+    assert value(s, "groupscope_end_offsets_age_seconds") == pytest.approx(10.0)
+    assert value(s, "groupscope_end_offsets_poll_duration_seconds_count") == 2
+
+
+def test_include_unsubscribed_exports_abandoned_topics(served, clock):
+    view, port = served(include_unsubscribed=True)
+    feed_orders_group(view, clock)
+    s = parse(scrape(port)[1])
+    assert value(s, "kafka_consumergroup_lag", group="shop", topic="audit", partition="0") == 4
+    assert value(s, "kafka_consumergroup_group_lag", group="shop") == 104
+
+
+def test_empty_group_keeps_its_last_subscription_for_lag(served, clock):
+    view, port = served()
+    feed_orders_group(view, clock)
+    view.update_groups([snapshot("shop", [], [("orders", 0, 140, T0 - 5), ("audit", 0, 5, T0 - 5)],
+                                 generation=5, state="Empty")])
+    s = parse(scrape(port)[1])
+    assert value(s, "kafka_consumergroup_members", group="shop") == 0
+    assert value(s, "kafka_consumergroup_lag", group="shop", topic="orders", partition="0") == 10
+    assert "kafka_consumergroup_lag" in s and all(
+        dict(k)["topic"] == "orders" for k in s["kafka_consumergroup_lag"])
+    # Offsets missing from the snapshot were deleted: their series are gone.
+    assert (frozenset(dict(cluster="test", group="shop", topic="orders", partition="1").items())
+            not in s["kafka_consumergroup_committed_offset"])
+
+
+def test_rebalance_counters_and_histograms(served, clock):
+    view, port = served()
+    feed_orders_group(view, clock)
+    rebalance = {"event": "rebalance", "group": "shop", "timestamp_ms": int((T0 - 20) * 1000),
+                 "partition": 12, "offset": 77, "group_type": "classic", "protocol": "range",
+                 "from_generation": 3, "to_generation": 4, "start_ms": int((T0 - 23) * 1000),
+                 "start_method": "commit_burst", "end_ms": int((T0 - 20) * 1000),
+                 "sync_seconds": 0.2, "duration_seconds": 3.0, "members_joined": ["m-c"],
+                 "members_left": [], "members_kept": ["m-a", "m-b"],
+                 "partitions_revoked": [["orders", 2]], "partitions_assigned": [["orders", 2]],
+                 "partitions_kept": [["orders", 0], ["orders", 1]],
+                 "partitions_moved": [["orders", 2]],
+                 "quality": {"members": 3, "min_partitions": 0, "max_partitions": 2, "skew": 2,
+                             "idle_members": 1, "unowned_partitions": None}}
+    second = dict(rebalance, duration_seconds=45.0, sync_seconds=None, to_generation=5,
+                  end_ms=int((T0 - 5) * 1000), partitions_moved=[["orders", 0], ["orders", 1]])
+    downtime = {"event": "rebalance_downtime", "group": "shop", "timestamp_ms": int(T0 * 1000),
+                "partition": 12, "offset": 80, "to_generation": 4, "topic": "orders",
+                "partition_id": 2, "downtime_seconds": 7.5}
+    view.apply_events([rebalance, second, downtime])
+    s = parse(scrape(port)[1])
+    g = dict(group="shop")
+    assert value(s, "kafka_consumergroup_rebalances_total", **g) == 2
+    assert value(s, "kafka_consumergroup_rebalance_partitions_moved_total", **g) == 3
+    assert value(s, "kafka_consumergroup_last_rebalance_timestamp_seconds", **g) == T0 - 5
+    name = "kafka_consumergroup_rebalance_duration_seconds"
+    assert value(s, name + "_bucket", le="2.5", **g) == 0
+    assert value(s, name + "_bucket", le="5.0", **g) == 1
+    assert value(s, name + "_bucket", le="60.0", **g) == 2
+    assert value(s, name + "_bucket", le="+Inf", **g) == 2
+    assert value(s, name + "_sum", **g) == 48.0
+    assert value(s, name + "_count", **g) == 2
+    sync = "kafka_consumergroup_rebalance_sync_duration_seconds"
+    assert value(s, sync + "_count", **g) == 1 and value(s, sync + "_bucket", le="0.25", **g) == 1
+    down = "kafka_consumergroup_rebalance_downtime_seconds"
+    assert value(s, down + "_bucket", le="5.0", **g) == 0
+    assert value(s, down + "_bucket", le="10.0", **g) == 1
+    assert value(s, down + "_sum", **g) == 7.5
+
+
+def test_deleted_group_shows_dead_then_disappears(served, clock):
+    view, port = served(dead_grace_s=60.0)
+    feed_orders_group(view, clock)
+    view.update_groups([snapshot("other", [], [("orders", 3, 1, T0 - 1)], state="Empty")])
+    view.apply_events([{"event": "group_deleted", "group": "shop", "timestamp_ms": int(T0 * 1000),
+                        "partition": 12, "offset": 99}])
+    s = parse(scrape(port)[1])
+    assert value(s, "kafka_consumergroup_info", group="shop", group_type="classic",
+                 protocol_type="consumer", protocol="range", state="Dead",
+                 coordinator_partition="12") == 1
+    assert not any(dict(k)["group"] == "shop" for k in s["kafka_consumergroup_committed_offset"])
+    clock.now += 61
+    view.update_end_offsets({("orders", 3): 1}, {}, clock.now, 0.01)
+    s = parse(scrape(port)[1])
+    assert not any(dict(k).get("group") == "shop" for name in s for k in s[name])
+    assert value(s, "kafka_consumergroup_members", group="other") == 0
+
+
+def test_dead_snapshot_with_no_grace_removes_at_once(served, clock):
+    view, port = served(dead_grace_s=0.0)
+    feed_orders_group(view, clock)
+    view.update_groups([snapshot("shop", [], [], state="Dead")])
+    s = parse(scrape(port)[1])
+    assert "kafka_consumergroup_info" not in s or not s["kafka_consumergroup_info"]
+
+
+def test_groups_that_stop_committing_expire(served, clock):
+    view, port = served(expire_after_s=3600.0)
+    feed_orders_group(view, clock)
+    view.update_groups([snapshot("fresh", [], [("orders", 3, 1, T0 + 3500)], state="Empty",
+                                 updated_s=T0 + 3500)])
+    clock.now += 3600  # shop's last commit (T0 - 30) is now 3630 s old
+    view.update_end_offsets({("orders", 0): 150}, {}, clock.now, 0.01)
+    s = parse(scrape(port)[1])
+    groups = {dict(k)["group"] for k in s["kafka_consumergroup_generation"]}
+    assert groups == {"fresh"}
+
+
+def test_status_per_partition_and_group(served, clock):
+    view, port = served()
+    view.update_topic_metadata({}, {"t": 2})
+    ends = {("t", 0): 0, ("t", 1): 0}
+    view.update_end_offsets(ends, {}, T0 - 400, 0.01)
+    # t/0 keeps committing the same offset while the end grows: STALL. t/1 progresses but
+    # never catches up and lag grows: WARN.
+    for step in range(4):
+        when = T0 - 300 + step * 60
+        view.update_end_offsets({("t", 0): 100 + 50 * step, ("t", 1): 100 + 80 * step}, {},
+                                when - 1, 0.01)
+        view.update_groups([snapshot("g", [member("m", [("t", 0), ("t", 1)], topics=("t",))],
+                                     [("t", 0, 50, when), ("t", 1, 60 + 20 * step, when)])])
+    clock.now = T0 - 300 + 3 * 60 + 5
+    view.update_end_offsets({("t", 0): 260, ("t", 1): 360}, {}, clock.now, 0.01)
+    s = parse(scrape(port)[1])
+    assert value(s, "kafka_consumergroup_partition_status", group="g", topic="t",
+                 partition="0") == 5
+    assert value(s, "kafka_consumergroup_partition_status", group="g", topic="t",
+                 partition="1") == 2
+    assert value(s, "kafka_consumergroup_status", group="g") == 3  # STALL shows as ERR
+
+
+def test_kip848_topic_ids_map_through_metadata(served, clock):
+    view, port = served()
+    consumer = snapshot("new", [member("m1", [("AAAAAAAAAAAAAAAAAAAAAQ", 0)], topics=("events",))],
+                        [("events", 0, 10, T0 - 5)], group_type="consumer", protocol="uniform")
+    view.update_groups([consumer])
+    view.update_topic_metadata({"AAAAAAAAAAAAAAAAAAAAAQ": "events"}, {"events": 2})
+    view.update_end_offsets({("events", 0): 12}, {}, T0 - 1, 0.01)
+    s = parse(scrape(port)[1])
+    assert value(s, "kafka_consumergroup_unassigned_partitions", group="new", topic="events") == 1
+    assert value(s, "kafka_consumergroup_lag", group="new", topic="events", partition="0") == 2
+
+
+def test_monitor_counters(served, clock):
+    view, port = served()
+    view.count_records({"offset_commit": 10, "group_metadata": 2}, {"unknown_type": 1})
+    view.count_records({"offset_commit": 5})
+    view.observe_batch(0.3)
+    view.record_poll_failure(10.0)
+    s = parse(scrape(port)[1])
+    assert value(s, "groupscope_records_total", type_name="offset_commit") == 15
+    assert value(s, "groupscope_records_total", type_name="group_metadata") == 2
+    assert value(s, "groupscope_records_skipped_total", reason="unknown_type") == 1
+    assert value(s, "groupscope_batch_duration_seconds_bucket", le="0.25") == 0
+    assert value(s, "groupscope_batch_duration_seconds_bucket", le="0.5") == 1
+    assert value(s, "groupscope_end_offsets_poll_failures_total") == 1
+    assert math.isinf(value(s, "groupscope_end_offsets_age_seconds"))
+    assert ("groupscope_build_info" in s)
+
+
+def test_compat_series(served, clock):
+    view, port = served(compat=("kafka_exporter", "kafka_lag_exporter", "burrow"))
+    feed_orders_group(view, clock)
+    s = parse(scrape(port)[1])
+    # kafka_exporter: its label names on the shared names, plus its own families.
+    assert value(s, "kafka_consumergroup_lag", group="shop", consumergroup="shop", topic="orders",
+                 partition="1") == 50
+    assert value(s, "kafka_consumergroup_members", group="shop", consumergroup="shop") == 3
+    assert value(s, "kafka_consumergroup_current_offset", consumergroup="shop", topic="orders",
+                 partition="1") == 250
+    assert value(s, "kafka_consumergroup_lag_sum", consumergroup="shop", topic="orders") == 100
+    assert value(s, "kafka_consumergroup_current_offset_sum", consumergroup="shop",
+                 topic="orders") == 1250
+    assert value(s, "kafka_topic_partition_current_offset", topic="orders", partition="1") == 300
+    assert value(s, "kafka_topic_partition_oldest_offset", topic="orders", partition="0") == 120
+    assert value(s, "kafka_topic_partitions", topic="orders") == 4
+    # kafka-lag-exporter: per-partition names with member labels.
+    kle = dict(cluster_name="test", group="shop", topic="orders", partition="2",
+               member_host="/10.0.0.2", consumer_id="m-b", client_id="b")
+    assert value(s, "kafka_consumergroup_group_lag", **kle) == 0
+    assert value(s, "kafka_consumergroup_group_offset", **kle) == 900
+    assert value(s, "kafka_consumergroup_group_lag_seconds", **kle) == 0
+    assert value(s, "kafka_consumergroup_group_sum_lag", cluster_name="test", group="shop") == 100
+    assert value(s, "kafka_consumergroup_group_topic_sum_lag", cluster_name="test", group="shop",
+                 topic="orders") == 100
+    assert value(s, "kafka_consumergroup_group_max_lag", cluster_name="test", group="shop",
+                 is_simple_consumer="false") == 50
+    assert value(s, "kafka_partition_latest_offset", cluster_name="test", topic="orders",
+                 partition="1") == 300
+    assert value(s, "kafka_partition_earliest_offset", cluster_name="test", topic="orders",
+                 partition="0") == 120
+    assert value(s, "kafka_consumergroup_poll_time_ms", cluster_name="test") == 50.0
+    # Burrow.
+    assert value(s, "burrow_kafka_consumer_partition_lag", consumer_group="shop", topic="orders",
+                 partition="0") == 50
+    assert value(s, "burrow_kafka_consumer_current_offset", consumer_group="shop",
+                 topic="orders", partition="0") == 100
+    assert value(s, "burrow_kafka_consumer_lag_total", consumer_group="shop") == 100
+    assert value(s, "burrow_kafka_consumer_status", consumer_group="shop") == 1
+    assert value(s, "burrow_kafka_topic_partition_status", consumer_group="shop", topic="orders",
+                 partition="0") == 1
+    assert value(s, "burrow_kafka_topic_partition_offset", topic="orders", partition="1") == 300
+
+
+def test_compat_off_by_default(served, clock):
+    view, port = served()
+    feed_orders_group(view, clock)
+    s = parse(scrape(port)[1])
+    assert not any(name.startswith("burrow_") for name in s)
+    assert "kafka_consumergroup_current_offset" not in s
+    assert all("consumergroup" not in dict(k) for k in s["kafka_consumergroup_lag"])
+
+
+def test_basic_auth(served, clock):
+    settings = ExporterSettings(listen="127.0.0.1:0", username="prom", password="s3cret")
+    view, port = served(exporter=settings)
+    for auth in (None, ("prom", "wrong"), ("other", "s3cret")):
+        with pytest.raises(urllib.error.HTTPError) as error:
+            scrape(port, auth=auth)
+        assert error.value.code == 401
+        assert error.value.headers["WWW-Authenticate"].startswith("Basic")
+    status, text = scrape(port, auth=("prom", "s3cret"))
+    assert status == 200 and "groupscope_ready" in text
+
+
+def test_collector_and_fast_renderer_agree(clock):
+    view = make_view(clock, compat=("kafka_exporter", "kafka_lag_exporter", "burrow"))
+    feed_orders_group(view, clock)
+    view.apply_events([{"event": "rebalance_downtime", "group": "shop",
+                        "timestamp_ms": int(T0 * 1000), "partition": 1, "offset": 2,
+                        "downtime_seconds": 1.5}])
+    registry = CollectorRegistry()
+    registry.register(ViewCollector(view))
+    cache = MetricsCache(view)
+    cache.refresh()
+    view.update_end_offsets({("orders", 1): 320}, {}, T0 - 5, 0.01)
+    cache.refresh()  # a lag-only refresh
+    reference = parse(generate_latest(registry).decode())
+    for fast in (parse(render_text(build_families(view))), parse(cache.text())):
+        assert reference.keys() == fast.keys()
+        for name in reference:
+            assert reference[name].keys() == fast[name].keys(), name
+            for labels, number in reference[name].items():
+                other = fast[name][labels]
+                assert number == other or (math.isnan(number) and math.isnan(other)), name
+
+
+@pytest.mark.parametrize("kwargs", [dict(listen="nohost"), dict(listen="127.0.0.1:x"),
+                                    dict(certfile="/c.pem"), dict(username="u")])
+def test_bad_exporter_settings(kwargs):
+    with pytest.raises(ValueError):
+        ExporterSettings(**kwargs)
+
+
+def test_unknown_compat_target_is_rejected():
+    with pytest.raises(ValueError, match="metrics.compat"):
+        ViewSettings(compat=("prometheus_nonsense",))
+
+
+def test_tls(tmp_path, clock):
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    view = make_view(clock)
+    view.set_offsets_topic_progress({}, ready=True)
+    exporter = start_exporter(view, ExporterSettings(listen="127.0.0.1:0", certfile=str(cert),
+                                                     keyfile=str(key)))
+    try:
+        context = ssl.create_default_context(cafile=str(cert))
+        url = f"https://127.0.0.1:{exporter.port}/metrics"
+        with urllib.request.urlopen(url, context=context, timeout=30) as response:
+            assert value(parse(response.read().decode()), "groupscope_ready") == 1
+        with pytest.raises(OSError):  # plain HTTP is not served (reset or refused)
+            urllib.request.urlopen(f"http://127.0.0.1:{exporter.port}/metrics", timeout=5).read()
+    finally:
+        exporter.stop()
+
+
+def test_scrape_picks_up_group_changes_without_a_refresh(served, clock):
+    view, port = served()
+    feed_orders_group(view, clock)
+    s = parse(scrape(port)[1])
+    assert value(s, "kafka_consumergroup_lag", group="shop", topic="orders", partition="1") == 50
+    members = [member("m-a", [("orders", 0), ("orders", 1), ("orders", 2)])]
+    view.update_groups([snapshot("shop", members, [("orders", 1, 290, T0 - 2)], generation=6)])
+    view.set_record_totals({"offset_commit": 7}, {"malformed": 2})
+    s = parse(scrape(port)[1])
+    assert value(s, "kafka_consumergroup_lag", group="shop", topic="orders", partition="1") == 10
+    assert value(s, "kafka_consumergroup_generation", group="shop") == 6
+    assert value(s, "kafka_consumergroup_unassigned_partitions", group="shop", topic="orders") == 1
+    assert value(s, "groupscope_records_total", type_name="offset_commit") == 7
+    assert value(s, "groupscope_records_skipped_total", reason="malformed") == 2
+
+
+def test_exposition_matches_the_metric_list_dashboards_use(served, clock):
+    """Every series the dashboards and rules know is exported with exactly those labels, and
+    nothing else is exported (compat off)."""
+    from dashboards.metrics import exported_series
+
+    view, port = served()
+    feed_orders_group(view, clock)
+    view.apply_events([{"event": "rebalance", "group": "shop", "timestamp_ms": int(T0 * 1000),
+                        "partition": 1, "offset": 1, "end_ms": int(T0 * 1000),
+                        "duration_seconds": 1.0, "sync_seconds": 0.1, "partitions_moved": []}])
+    view.count_records({"offset_commit": 1}, {"malformed": 1})
+    view.set_offsets_topic_progress({0: 0}, ready=True)
+    seen: dict[str, set[frozenset[str]]] = {}
+    for family in text_string_to_metric_families(scrape(port)[1]):
+        for sample in family.samples:
+            seen.setdefault(sample.name, set()).add(frozenset(sample.labels))
+    expected = exported_series()
+    assert set(seen) == set(expected)
+    for name, label_sets in seen.items():
+        assert label_sets == {expected[name]}, name
+
+
+def test_a_refresh_runs_without_a_garbage_collection(clock):
+    # It builds every group's figures and keeps them, no cycles among them (streaming.gc_pause).
+    view = make_view(clock)
+    view.update_topic_metadata({}, {"orders": 50})
+    view.update_groups([snapshot(f"g{g}", [], [("orders", p, 100 + p, T0 - 30) for p in range(50)])
+                        for g in range(100)])
+    view.update_end_offsets({("orders", p): 400 for p in range(50)}, {}, T0 - 5, 0.01)
+    cache = MetricsCache(view)
+    # A view this small would trigger few collections anyway (each cheap; with 10^5 partitions
+    # each full one scans them all): a low threshold makes every allocation burst show.
+    threshold = gc.get_threshold()
+    gc.set_threshold(10)
+    try:
+        with garbage_collections() as collections:
+            cache.refresh()
+    finally:
+        gc.set_threshold(*threshold)
+    assert len(collections) <= 1  # at most one, as the collector is turned back on
+    lag = parse(cache.text())["kafka_consumergroup_lag"]
+    assert len(lag) == 100 * 50 and set(lag.values()) == {400 - 100 - p for p in range(50)}
