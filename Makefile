@@ -23,10 +23,14 @@ demo: check-java $(STAMP)
 
 test: check-java $(STAMP)
 	@bash scripts/ensure-promtool.sh
+	@bash scripts/fetch-jvm-deps.sh
 	$(PY) -m pytest -q
 
-bench: $(STAMP)
-	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+# Each benchmark is a module of the package benchmarks/ (those named _* are helpers); some start Kafka.
+bench: check-java $(STAMP)
+	@bash scripts/fetch-jvm-deps.sh
+	@for b in $(filter-out _%,$(basename $(notdir $(wildcard benchmarks/*.py)))); do \
+	  echo "== benchmarks.$$b"; $(PY) -m benchmarks.$$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

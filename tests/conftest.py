@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.tansu import Broker, start_broker
+from tests.support.kafka_broker import KafkaBroker, start_kafka
 
 GROUPS = ("unit", "spark", "broker", "prometheus", "deploy")
 _HERE = Path(__file__).parent
@@ -33,8 +33,18 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 @pytest.fixture(scope="session")
-def broker() -> Broker:
-    running = start_broker()
+def broker() -> KafkaBroker:
+    """Apache Kafka 4.4 (KRaft, one node on 127.0.0.1), for the whole session."""
+    running = start_kafka("4.4.0")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def broker39() -> KafkaBroker:
+    """Apache Kafka 3.9, started on first use: the older record versions a 3.x coordinator
+    writes (group metadata v3, offset commit v3)."""
+    running = start_kafka("3.9.2")
     yield running
     running.stop()
 

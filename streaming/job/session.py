@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import Mapping
 
 from streaming.config import Config
 
@@ -50,6 +51,19 @@ def state_partitions(master: str | None) -> int:
     return 1 if master == "local" else 4
 
 
+LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
+def with_log_config(spark_conf: Mapping[str, str]) -> dict[str, str]:
+    """`spark_conf` with groupscope's log settings for the driver JVM, unless the user's JVM
+    options already name a log4j2 configuration."""
+    user = spark_conf.get("spark.driver.extraJavaOptions", "")
+    if "log4j2.configurationFile" in user:
+        return dict(spark_conf)
+    option = f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}"
+    return {**spark_conf, "spark.driver.extraJavaOptions": f"{option} {user}".strip()}
+
+
 def build_spark(config: Config, extra_conf: dict[str, str] | None = None):
     """A SparkSession for the job; `extra_conf` goes after the job's settings and before the
     user's `spark.conf`."""
@@ -62,14 +76,16 @@ def build_spark(config: Config, extra_conf: dict[str, str] | None = None):
         builder = builder.config(key, value)
     if own_master:
         builder = builder.master(config.spark.master)
+    # This process launches the driver JVM unless spark-submit did: its log settings are ours.
+    user_conf = with_log_config(config.spark.conf) if own_master else dict(config.spark.conf)
     if local and config.spark.local_tuning == "auto":
         from streaming.localmode.tuning import tuned_session
 
-        spark = tuned_session(builder, config.spark.conf, config.checkpoint.path)
+        spark = tuned_session(builder, user_conf, config.checkpoint.path)
     else:
         # Python workers must run this interpreter, the one with groupscope installed.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        for key, value in config.spark.conf.items():
+        for key, value in user_conf.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import runpy
+import warnings
 import select
 import signal
 import socket
@@ -114,6 +115,10 @@ def _run_child(request: dict, fds: list[int]) -> None:
                 fh.write(module.rsplit(".", 1)[-1][:15])
         except OSError:
             pass
+        # The zygote imported MODULE already (that is its point); runpy warns about exactly
+        # that, once per process, on stderr of every Spark Python process it forks.
+        warnings.filterwarnings("ignore", category=RuntimeWarning,
+                                message=r".* found in sys\.modules after import of package")
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:
