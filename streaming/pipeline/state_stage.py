@@ -153,7 +153,13 @@ class GroupProcessor(StatefulProcessor):
         points = []  # the group as it was right after each change of membership or generation
         ctx = self.context
         for row in records:
-            # The decode stage passed only records that decode.
+            # The decode stage passed only records that decode. It hands on their bytes, and
+            # they are decoded a second time here, on purpose: only the rows that survive its
+            # compaction come this far (about 50,000 of a 1M-commit catch-up), and carrying
+            # its decoded fields instead would widen every shuffled row by seven columns to save
+            # about 0.8 us of Python per surviving row (benchmarks/state_input.py: decode
+            # 1.3-2.4 us, against 0.7 us more to read the wider rows plus 0.9 us to build the
+            # records from them), under 1% of a catch-up.
             record = decode(_bytes(row["key"]), _bytes(row["value"]))
             state, produced = apply_parts(state, record.type, record.key, record.value, group,
                                           row["o_partition"], row["o_offset"], row["ts_ms"], ctx, None,
