@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.status import Status
 from dashboards import grafana_model as g
 from dashboards.rollups import (
     assignor_info, by_assignor, group_lag, mean_of_histogram, per_rebalance, selector,
@@ -47,9 +48,9 @@ def _group_variable(multi: bool) -> dict[str, Any]:
 
 
 def _status_counts(matchers: str) -> list[dict[str, Any]]:
-    from dashboards.metrics import STATUS_CODES
-    return [g.target(f"sum({_s('kafka_consumergroup_status', matchers)} == bool {code})", name, instant=True)
-            for code, name in STATUS_CODES.items() if code]
+    return [g.target(f"sum({_s('kafka_consumergroup_status', matchers)} == bool {int(status)})", status.name,
+                     instant=True)
+            for status in Status if status is not Status.NOTFOUND]
 
 
 def _status_colours() -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""A realistic /metrics page for every series in dashboards.metrics, for checking dashboards and
-rules against a real Prometheus before (or without) a running groupscope job.
+"""A realistic /metrics page for every series in streaming.exporter.catalog (compat off), for
+checking dashboards and rules against a real Prometheus before (or without) a running groupscope
+job.
 
 The page describes one small world: four groups on two topics, one per assignor, one of them in
 trouble (ERR, a stopped and a stalled partition, skew, an idle member, an unowned partition,
@@ -12,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from dashboards.metrics import HISTOGRAM, METRICS, MetricSpec
+from streaming.exporter.catalog import HISTOGRAM, TP, MetricFamily, served_families
 
 CLUSTER = "demo"
 TOPICS = {"orders": 6, "payments": 5}
@@ -178,21 +179,22 @@ def _monitor_samples(name: str, t: float) -> list[Sample]:
     raise KeyError(f"sample_metrics has no value for {name}: add it")
 
 
-def _samples(spec: MetricSpec, t: float, now: float) -> list[Sample]:
-    if spec.name.startswith("groupscope_"):
-        return _monitor_samples(spec.name, t)
-    if spec.labels == ("topic", "partition"):
-        return _topic_samples(spec.name, t)
-    return _group_samples(spec.name, t, now)
+def _samples(spec: MetricFamily, t: float, now: float) -> list[Sample]:
+    name = spec.exposed_name
+    if name.startswith("groupscope_"):
+        return _monitor_samples(name, t)
+    if spec.labels == TP:
+        return _topic_samples(name, t)
+    return _group_samples(name, t, now)
 
 
 def _labels_text(labels: Labels) -> str:
     return ",".join(f'{k}="{v}"' for k, v in {"cluster": CLUSTER, **labels}.items())
 
 
-def _lines(spec: MetricSpec, labels: Labels, value: object) -> Iterator[str]:
+def _lines(spec: MetricFamily, labels: Labels, value: object) -> Iterator[str]:
     if spec.kind != HISTOGRAM:
-        yield f"{spec.name}{{{_labels_text(labels)}}} {float(value)!r}"
+        yield f"{spec.exposed_name}{{{_labels_text(labels)}}} {float(value)!r}"
         return
     assert isinstance(value, dict)
     for key, v in value.items():
@@ -207,9 +209,9 @@ def _lines(spec: MetricSpec, labels: Labels, value: object) -> Iterator[str]:
 def render(elapsed_seconds: float, now_seconds: float) -> str:
     """The exposition text at `elapsed_seconds` after start, with timestamps relative to now."""
     out = []
-    for spec in METRICS:
-        out.append(f"# HELP {spec.name} {spec.help}")
-        out.append(f"# TYPE {spec.name} {spec.kind}")
+    for spec in served_families():
+        out.append(f"# HELP {spec.exposed_name} {spec.help}")
+        out.append(f"# TYPE {spec.exposed_name} {spec.kind}")
         for labels, value in _samples(spec, elapsed_seconds, now_seconds):
             out.extend(_lines(spec, labels, value))
     return "\n".join(out) + "\n"

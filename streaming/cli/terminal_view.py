@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from coordinator.status import Status
-from streaming.exporter.catalog import Evaluator
+from streaming.exporter.evaluation import Evaluator
 from streaming.exporter.view import MonitorView
 
 RECENT_REBALANCES = 8

@@ -1,35 +1,37 @@
-"""Turn the MonitorView into metric families: which series exist, their labels and values.
-Lag, time lag and status are evaluated here against the freshest end offsets the poller has
-delivered.
+"""Every metric family groupscope exports: name, kind, labels, help, and which compatibility
+target (`metrics.compat`) adds it or adds labels to it. Pure data, in exposition order.
 
-The work is split per group (`Evaluator.group`), per topic partition (`Evaluator.topics`) and for
-the monitor itself (`Evaluator.monitor`), so that `streaming.exporter.metrics_cache` can re-evaluate only
-what changed. `build_families` evaluates everything at once (used by the prometheus-client
-collector and by tests).
+The exporter serves exactly these families (`streaming.exporter.evaluation` fills them);
+dashboards, recording and alert rules, the sample page and the tests check themselves against
+them, so a renamed metric breaks a test instead of a 3 a.m. dashboard. Kept free of the view and
+of Spark so that `dashboards` can import it cheaply.
 
-Compatibility (`metrics.compat`) adds other tools' names. Where a tool's name equals one of ours
-with the same meaning, our family simply gains that tool's extra labels (kafka_exporter's
-`consumergroup` on `kafka_consumergroup_lag` / `_members`; kafka-lag-exporter's `cluster_name`,
-`is_simple_consumer` on `_group_max_lag*`). One name clashes in meaning: kafka-lag-exporter's
+Names are family names: a counter is exposed with `_total` appended (as prometheus-client does),
+a histogram as `_bucket`, `_sum` and `_count` series (see `MetricFamily.series`). Every family
+carries `cluster` first.
+
+Compatibility adds other tools' names. Where a tool's name equals one of ours with the same
+meaning, our family simply gains that tool's extra labels (kafka_exporter's `consumergroup` on
+`kafka_consumergroup_lag` / `_members`; kafka-lag-exporter's `cluster_name`, `is_simple_consumer`
+on `_group_max_lag*`). One name clashes in meaning: kafka-lag-exporter's
 `kafka_consumergroup_group_lag` is per partition while ours is the group's sum; with that
 compatibility on, the name takes kafka-lag-exporter's meaning and the group sum is served as
 `kafka_consumergroup_group_sum_lag` (which that tool also has).
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Iterable
 
-from coordinator.lag import messages_lost, partition_lag, roll_up
-from coordinator.status import Status, evaluate_partition, group_status
-from coordinator.timelag import time_lag
-from streaming.exporter.exposition import COUNTER, GAUGE, HISTOGRAM, Family
-from streaming.exporter.view import GroupRecord, MonitorView
+from coordinator.status import Status
+from coordinator.timelag import TimeLagMethod
 
-try:
-    from importlib.metadata import version as _package_version
-    VERSION = _package_version("groupscope")
-except Exception:  # not installed (running from a source tree)
-    VERSION = "unknown"
+GAUGE, COUNTER, HISTOGRAM = "gauge", "counter", "histogram"
+
+KAFKA_EXPORTER = "kafka_exporter"
+KAFKA_LAG_EXPORTER = "kafka_lag_exporter"
+BURROW = "burrow"
+COMPAT_TARGETS = (KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, BURROW)
 
 C = ("cluster",)
 G = ("cluster", "group")
@@ -41,437 +43,191 @@ KLE_P = KLE + ("group", "topic", "partition", "member_host", "consumer_id", "cli
 BURROW_G = ("cluster", "consumer_group")
 BURROW_GTP = BURROW_G + ("topic", "partition")
 KE_G = ("cluster", "consumergroup")
-
-Sink = dict  # family name -> list of (label values, value) samples
-
-
-def family_specs(compat: tuple[str, ...]) -> dict[str, Family]:
-    """Every family the exporter may serve with these compat targets, in exposition order (as
-    empty Family objects: name, kind, help, label names)."""
-    ke = "kafka_exporter" in compat
-    kle = "kafka_lag_exporter" in compat
-    burrow = "burrow" in compat
-    specs: list[tuple[str, str, str, tuple[str, ...]]] = [
-        ("kafka_consumergroup_info", GAUGE, "1 for every known group.",
-         G + ("group_type", "protocol_type", "protocol", "state", "coordinator_partition")),
-        ("kafka_consumergroup_generation", GAUGE,
-         "Classic generation id, or group epoch for KIP-848 groups.", G),
-        ("kafka_consumergroup_members", GAUGE, "Members in the last stored generation / epoch.",
-         G + (("consumergroup",) if ke else ())),
-        ("kafka_consumergroup_member_assigned_partitions", GAUGE,
-         "Partitions assigned to the member.",
-         G + ("member_id", "client_id", "client_host", "instance_id")),
-        ("kafka_consumergroup_assignment_skew", GAUGE,
-         "Max minus min assigned partitions over members with the same subscription.", G),
-        ("kafka_consumergroup_idle_members", GAUGE, "Members with zero partitions.", G),
-        ("kafka_consumergroup_unassigned_partitions", GAUGE,
-         "Subscribed partitions that no member owns.", GT),
-        ("kafka_consumergroup_committed_offset", GAUGE,
-         "Last committed offset (read_committed view).", GTP),
-        ("kafka_consumergroup_commit_timestamp_seconds", GAUGE,
-         "Broker commit time of the committed offset.", GTP),
-        ("kafka_partition_log_end_offset", GAUGE, "Log end offset from the end-offset poller.",
-         TP),
-        ("kafka_partition_log_start_offset", GAUGE,
-         "Log start offset from the end-offset poller.", TP),
-        ("kafka_consumergroup_lag", GAUGE,
-         "Log end offset minus committed offset, never negative.",
-         GTP + (("consumergroup",) if ke else ())),
-        ("kafka_consumergroup_lag_seconds", GAUGE,
-         "Age of the oldest unconsumed record (estimated).", GTP),
-        ("kafka_consumergroup_lag_seconds_method", GAUGE,
-         "How lag_seconds was obtained: 0 caught up, 1 interpolated, 2 extrapolated, "
-         "3 unknown (lower bound).", GTP),
-        ("kafka_consumergroup_messages_lost", GAUGE,
-         "Records removed by retention before the group read them.", GTP),
-        ("kafka_consumergroup_topic_lag", GAUGE, "Sum of partition lags per topic.", GT),
-        ("kafka_consumergroup_group_lag", GAUGE, "Partition lag (kafka-lag-exporter names).",
-         KLE_P) if kle else
-        ("kafka_consumergroup_group_lag", GAUGE, "Sum of partition lags of the group.", G),
-        ("kafka_consumergroup_group_max_lag", GAUGE, "Highest partition lag of the group.",
-         G + (("cluster_name", "is_simple_consumer") if kle else ())),
-        ("kafka_consumergroup_group_max_lag_seconds", GAUGE,
-         "Highest partition time lag of the group.",
-         G + (("cluster_name", "is_simple_consumer") if kle else ())),
-        ("kafka_consumergroup_status", GAUGE, "Group health: 0 NOTFOUND 1 OK 2 WARN 3 ERR.", G),
-        ("kafka_consumergroup_partition_status", GAUGE,
-         "Partition health: 0 NOTFOUND 1 OK 2 WARN 3 ERR 4 STOP 5 STALL 6 REWIND.", GTP),
-        ("kafka_consumergroup_rebalances", COUNTER, "Completed rebalances.", G),
-        ("kafka_consumergroup_rebalance_duration_seconds", HISTOGRAM,
-         "Rebalance duration (end minus start).", G),
-        ("kafka_consumergroup_rebalance_sync_duration_seconds", HISTOGRAM,
-         "Rebalance sync phase duration.", G),
-        ("kafka_consumergroup_rebalance_partitions_moved", COUNTER,
-         "Partitions whose owner changed in a rebalance.", G),
-        ("kafka_consumergroup_last_rebalance_timestamp_seconds", GAUGE,
-         "End of the last rebalance.", G),
-        ("kafka_consumergroup_rebalance_downtime_seconds", HISTOGRAM,
-         "Per-partition downtime caused by rebalances.", G),
-    ]
-    if ke:
-        specs += [
-            ("kafka_consumergroup_current_offset", GAUGE,
-             "Committed offset (kafka_exporter names).", KE_G + ("topic", "partition")),
-            ("kafka_consumergroup_current_offset_sum", GAUGE,
-             "Sum of committed offsets per topic (kafka_exporter names).", KE_G + ("topic",)),
-            ("kafka_consumergroup_lag_sum", GAUGE, "Sum of lags per topic (kafka_exporter names).",
-             KE_G + ("topic",)),
-            ("kafka_topic_partition_current_offset", GAUGE,
-             "Log end offset (kafka_exporter names).", TP),
-            ("kafka_topic_partition_oldest_offset", GAUGE,
-             "Log start offset (kafka_exporter names).", TP),
-            ("kafka_topic_partitions", GAUGE, "Partitions of the topic (kafka_exporter names).",
-             ("cluster", "topic")),
-        ]
-    if kle:
-        specs += [
-            ("kafka_consumergroup_group_offset", GAUGE,
-             "Committed offset (kafka-lag-exporter names).", KLE_P),
-            ("kafka_consumergroup_group_lag_seconds", GAUGE,
-             "Time lag (kafka-lag-exporter names).", KLE_P),
-            ("kafka_consumergroup_group_sum_lag", GAUGE, "Sum of partition lags.",
-             KLE + ("group",)),
-            ("kafka_consumergroup_group_topic_sum_lag", GAUGE, "Sum of partition lags per topic.",
-             KLE + ("group", "topic")),
-            ("kafka_partition_latest_offset", GAUGE,
-             "Log end offset (kafka-lag-exporter names).", KLE + ("topic", "partition")),
-            ("kafka_partition_earliest_offset", GAUGE,
-             "Log start offset (kafka-lag-exporter names).", KLE + ("topic", "partition")),
-            ("kafka_consumergroup_poll_time_ms", GAUGE,
-             "Duration of the last end-offset poll in ms (kafka-lag-exporter names).", KLE),
-        ]
-    if burrow:
-        specs += [
-            ("burrow_kafka_consumer_status", GAUGE, "Burrow group status code.", BURROW_G),
-            ("burrow_kafka_consumer_lag_total", GAUGE, "Burrow total group lag.", BURROW_G),
-            ("burrow_kafka_topic_partition_status", GAUGE, "Burrow partition status code.",
-             BURROW_GTP),
-            ("burrow_kafka_consumer_current_offset", GAUGE, "Burrow committed offset.",
-             BURROW_GTP),
-            ("burrow_kafka_consumer_partition_lag", GAUGE, "Burrow partition lag.", BURROW_GTP),
-            ("burrow_kafka_topic_partition_offset", GAUGE, "Burrow log end offset.", TP),
-        ]
-    specs += [
-        ("groupscope_records", COUNTER, "Records read from __consumer_offsets, by type.",
-         C + ("type_name",)),
-        ("groupscope_records_skipped", COUNTER, "Records not applied, by reason.",
-         C + ("reason",)),
-        ("groupscope_offsets_topic_lag", GAUGE,
-         "How far the job is behind on each __consumer_offsets partition.", C + ("partition",)),
-        ("groupscope_ready", GAUGE,
-         "1 once __consumer_offsets has been read up to the end seen at start.", C),
-        ("groupscope_batch_duration_seconds", HISTOGRAM, "Spark micro-batch duration.", C),
-        ("groupscope_end_offsets_poll_duration_seconds", HISTOGRAM,
-         "Duration of end-offset polls (failed ones included).", C),
-        ("groupscope_end_offsets_age_seconds", GAUGE,
-         "Seconds since the end offsets in use were fetched.", C),
-        ("groupscope_end_offsets_poll_failures", COUNTER,
-         "End-offset polls that failed or timed out.", C),
-        ("groupscope_negative_lag", COUNTER,
-         "Times a committed offset was found above the known log end offset.", C),
-        ("groupscope_build_info", GAUGE, "groupscope version.", C + ("version",)),
-    ]
-    return {name: Family(name, kind, help_text, labels) for name, kind, help_text, labels in specs}
+KE_GROUP_LABELS = ((KAFKA_EXPORTER, ("consumergroup",)),)
+KLE_GROUP_LABELS = ((KAFKA_LAG_EXPORTER, ("cluster_name", "is_simple_consumer")),)
 
 
-def build_families(view: MonitorView, now_s: float | None = None) -> list[Family]:
-    """Everything the exporter serves, evaluated now, in exposition order."""
-    with view.lock:
-        now = view.clock() if now_s is None else now_s
-        view.housekeeping(now)
-        evaluator = Evaluator(view, now)
-        sink: Sink = {}
-        for name in sorted(view.groups):
-            evaluator.group(view.groups[name], sink)
-        evaluator.topics(sink)
-        evaluator.monitor(sink)
-    families = family_specs(view.settings.compat)
-    for name, family in families.items():
-        family.samples = sink.get(name, [])
-    return list(families.values())
+def _codes(statuses: Iterable[Status]) -> str:
+    return " ".join(f"{s.value} {s.name}" for s in statuses)
 
 
-def _out(sink: Sink, name: str) -> list:
-    samples = sink.get(name)
-    if samples is None:
-        samples = sink[name] = []
-    return samples
+def _lag_seconds_methods() -> str:
+    return ", ".join(f"{m.value} {m.name.lower().replace('_', ' ')}" for m in TimeLagMethod)
 
 
-class Evaluator:
-    """Evaluates groups, topic partitions and the monitor's own figures at time `now` into a
-    sink. Callers hold the view's lock."""
+@dataclass(frozen=True)
+class MetricFamily:
+    name: str
+    kind: str
+    help: str
+    labels: tuple[str, ...]
+    # (compat target, labels it appends) for the targets that reuse this name with more labels.
+    compat_labels: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    only_with: str | None = None   # served only with this compat target on
+    not_with: str | None = None    # with this target on, a family of the same name replaces it
 
-    def __init__(self, view: MonitorView, now: float) -> None:
-        self.view = view
-        self.now = now
-        self.cluster = view.settings.cluster
-        compat = view.settings.compat
-        self.ke = "kafka_exporter" in compat
-        self.kle = "kafka_lag_exporter" in compat
-        self.burrow = "burrow" in compat
+    def served_with(self, compat: Iterable[str]) -> bool:
+        compat = tuple(compat)
+        return ((self.only_with is None or self.only_with in compat)
+                and (self.not_with is None or self.not_with not in compat))
 
-    # ---- groups -----------------------------------------------------------------------------
+    def with_compat(self, compat: Iterable[str]) -> MetricFamily:
+        """This family as served with these compat targets (their labels appended)."""
+        compat = tuple(compat)
+        extra = tuple(label for target, labels in self.compat_labels if target in compat
+                      for label in labels)
+        return replace(self, labels=self.labels + extra, compat_labels=())
 
-    def group(self, group: GroupRecord, sink: Sink) -> None:
-        self.group_state(group, sink)
-        self.group_lag(group, sink)
+    @property
+    def exposed_name(self) -> str:
+        return exposed_name(self.name, self.kind)
 
-    def group_state(self, group: GroupRecord, sink: Sink) -> None:
-        """What changes only when the group itself changes (or topic metadata does): state,
-        assignment, committed offsets, rebalance counters and histograms."""
-        if group.dead_since_s is not None:
-            self._info(group, group.snapshot or {"group": group.name, "state": "Dead"}, sink)
-            return
-        if group.snapshot is not None:
-            self._info(group, group.snapshot, sink)
-            self._assignment(group, group.snapshot, sink)
-        committed_out = _out(sink, "kafka_consumergroup_committed_offset").append
-        commit_ts_out = _out(sink, "kafka_consumergroup_commit_timestamp_seconds").append
-        for part in self._exported_partitions(group):
-            committed_out((part.labels, part.offset))
-            commit_ts_out((part.labels, part.commit_s))
-        key = (self.cluster, group.name)
-        _out(sink, "kafka_consumergroup_rebalances").append((key, group.rebalances))
-        _out(sink, "kafka_consumergroup_rebalance_partitions_moved").append(
-            (key, group.partitions_moved))
-        _out(sink, "kafka_consumergroup_rebalance_duration_seconds").append(
-            (key, group.rebalance_duration))
-        _out(sink, "kafka_consumergroup_rebalance_sync_duration_seconds").append(
-            (key, group.sync_duration))
-        _out(sink, "kafka_consumergroup_rebalance_downtime_seconds").append((key, group.downtime))
-        if group.last_rebalance_s is not None:
-            _out(sink, "kafka_consumergroup_last_rebalance_timestamp_seconds").append(
-                (key, group.last_rebalance_s))
+    def series(self) -> dict[str, frozenset[str]]:
+        """Series name in the exposition -> the labels it carries."""
+        labels = frozenset(self.labels)
+        if self.kind == HISTOGRAM:
+            return {f"{self.name}_bucket": labels | {"le"}, f"{self.name}_sum": labels,
+                    f"{self.name}_count": labels}
+        return {self.exposed_name: labels}
 
-    def group_lag(self, group: GroupRecord, sink: Sink) -> None:
-        """What also changes with end offsets and time: lag, time lag, status, their roll-ups."""
-        if group.dead_since_s is None:
-            self._partitions(group, sink)
 
-    def _exported_partitions(self, group: GroupRecord):
-        """Committed partitions whose series are exported (subscribed topics only, by default)."""
-        subscribed = None if self.view.settings.include_unsubscribed else group.subscribed
-        if subscribed is None:
-            return group.partitions.values()
-        return [part for part in group.partitions.values() if part.topic in subscribed]
+def exposed_name(name: str, kind: str) -> str:
+    return name + "_total" if kind == COUNTER else name
 
-    def _info(self, group: GroupRecord, snapshot: dict[str, Any], sink: Sink) -> None:
-        c, name = self.cluster, group.name
-        _out(sink, "kafka_consumergroup_info").append(
-            ((c, name, snapshot.get("group_type") or "", snapshot.get("protocol_type") or "",
-              snapshot.get("protocol") or "", snapshot.get("state") or "",
-              str(snapshot.get("coordinator_partition", ""))), 1))
-        _out(sink, "kafka_consumergroup_generation").append(
-            ((c, name), int(snapshot.get("generation") or 0)))
-        members = len(snapshot.get("members") or ())
-        _out(sink, "kafka_consumergroup_members").append(
-            ((c, name, name) if self.ke else (c, name), members))
 
-    def _assignment(self, group: GroupRecord, snapshot: dict[str, Any], sink: Sink) -> None:
-        c, name = self.cluster, group.name
-        members = snapshot.get("members") or []
-        by_subscription: dict[frozenset[str], list[int]] = {}
-        idle = 0
-        assigned_out = _out(sink, "kafka_consumergroup_member_assigned_partitions")
-        for member in members:
-            assigned = len(member.get("assigned") or ())
-            assigned_out.append(((c, name, member.get("member_id") or "",
-                                  member.get("client_id") or "", member.get("client_host") or "",
-                                  member.get("group_instance_id") or ""), assigned))
-            if assigned == 0:
-                idle += 1
-            topics = frozenset(member.get("subscribed_topics") or ())
-            by_subscription.setdefault(topics, []).append(assigned)
-        skew = max((max(counts) - min(counts) for counts in by_subscription.values()), default=0)
-        _out(sink, "kafka_consumergroup_assignment_skew").append(((c, name), skew))
-        _out(sink, "kafka_consumergroup_idle_members").append(((c, name), idle))
-        if members:
-            self._unassigned(group, snapshot, sink)
+_f = MetricFamily  # short, for the table below
 
-    def _unassigned(self, group: GroupRecord, snapshot: dict[str, Any], sink: Sink) -> None:
-        counts = self.view.partition_counts
-        owned: dict[str, set[int]] = {}
-        for topic, partition in group.owners:
-            owned.setdefault(topic, set()).add(partition)
-        out = _out(sink, "kafka_consumergroup_unassigned_partitions")
-        for topic in snapshot.get("subscribed_topics") or ():
-            total = counts.get(topic)
-            if total is None:
-                continue  # topic unknown to metadata (not polled yet, or deleted)
-            mine = owned.get(topic, ())
-            missing = total - sum(1 for p in mine if p < total)
-            out.append(((self.cluster, group.name, topic), missing))
 
-    def _partitions(self, group: GroupRecord, sink: Sink) -> None:
-        view, now = self.view, self.now
-        status_settings = view.settings.status
-        recent = status_settings.recent_catch_up_s
-        ends_by_key = view.ends
-        name = group.name
-        ke, kle, burrow = self.ke, self.kle, self.burrow
-        compat = ke or kle or burrow
-        rows: list[tuple[str, int, float]] = []
-        statuses: list[Status] = []
-        lag_out = _out(sink, "kafka_consumergroup_lag").append
-        seconds_out = _out(sink, "kafka_consumergroup_lag_seconds").append
-        method_out = _out(sink, "kafka_consumergroup_lag_seconds_method").append
-        lost_out = _out(sink, "kafka_consumergroup_messages_lost").append
-        status_out = _out(sink, "kafka_consumergroup_partition_status").append
-        for part in self._exported_partitions(group):
-            key = part.key
-            topic = part.topic
-            labels = part.labels
-            offset = part.offset
-            ends = ends_by_key.get(key)
-            timeline = ends.timeline if ends is not None else None
-            if timeline is None or not timeline.offsets:
-                statuses.append(Status.NOTFOUND)
-                status_out((labels, 0))
-                if compat:
-                    self._compat_partition(group, key, part, None, None, Status.NOTFOUND, sink)
-                continue
-            end = timeline.offsets[-1]
-            lag, negative = partition_lag(end, offset)
-            if negative and part.negative_seen_at != end:
-                part.negative_seen_at = end
-                view.negative_lag_total += 1
-            lag_out((labels + (name,) if ke else labels, lag))
-            seconds, method = time_lag(timeline, offset, now)
-            seconds_out((labels, seconds))
-            method_out((labels, int(method)))
-            lost_out((labels, messages_lost(ends.start, offset)))
-            rows.append((topic, lag, seconds))
+def _only_with(target: str, *families: MetricFamily) -> tuple[MetricFamily, ...]:
+    return tuple(replace(family, only_with=target) for family in families)
 
-            def recently_caught_up(timeline=timeline, offset=offset) -> bool:
-                end_then = timeline.offset_at(max(now - recent, timeline.times[0]))
-                return end_then is not None and end_then <= offset
 
-            status = evaluate_partition(part.window, lag, now, recently_caught_up,
-                                        status_settings)
-            statuses.append(status)
-            status_out((labels, int(status)))
-            if compat:
-                self._compat_partition(group, key, part, lag, seconds, status, sink)
-        self._group_rollups(group, rows, statuses, sink)
+CATALOG: tuple[MetricFamily, ...] = (
+    # Group state
+    _f("kafka_consumergroup_info", GAUGE, "1 for every known group.",
+       G + ("group_type", "protocol_type", "protocol", "state", "coordinator_partition")),
+    _f("kafka_consumergroup_generation", GAUGE,
+       "Classic generation id, or group epoch for KIP-848 groups.", G),
+    _f("kafka_consumergroup_members", GAUGE, "Members in the last stored generation / epoch.", G,
+       compat_labels=KE_GROUP_LABELS),
+    _f("kafka_consumergroup_member_assigned_partitions", GAUGE,
+       "Partitions assigned to the member.",
+       G + ("member_id", "client_id", "client_host", "instance_id")),
+    _f("kafka_consumergroup_assignment_skew", GAUGE,
+       "Max minus min assigned partitions over members with the same subscription.", G),
+    _f("kafka_consumergroup_idle_members", GAUGE, "Members with zero partitions.", G),
+    _f("kafka_consumergroup_unassigned_partitions", GAUGE,
+       "Subscribed partitions that no member owns.", GT),
+    # Lag
+    _f("kafka_consumergroup_committed_offset", GAUGE,
+       "Last committed offset (read_committed view).", GTP),
+    _f("kafka_consumergroup_commit_timestamp_seconds", GAUGE,
+       "Broker commit time of the committed offset.", GTP),
+    _f("kafka_partition_log_end_offset", GAUGE, "Log end offset from the end-offset poller.", TP),
+    _f("kafka_partition_log_start_offset", GAUGE, "Log start offset from the end-offset poller.",
+       TP),
+    _f("kafka_consumergroup_lag", GAUGE, "Log end offset minus committed offset, never negative.",
+       GTP, compat_labels=KE_GROUP_LABELS),
+    _f("kafka_consumergroup_lag_seconds", GAUGE,
+       "Age of the oldest unconsumed record (estimated).", GTP),
+    _f("kafka_consumergroup_lag_seconds_method", GAUGE,
+       f"How lag_seconds was obtained: {_lag_seconds_methods()} (lower bound).", GTP),
+    _f("kafka_consumergroup_messages_lost", GAUGE,
+       "Records removed by retention before the group read them.", GTP),
+    _f("kafka_consumergroup_topic_lag", GAUGE, "Sum of partition lags per topic.", GT),
+    _f("kafka_consumergroup_group_lag", GAUGE, "Sum of partition lags of the group.", G,
+       not_with=KAFKA_LAG_EXPORTER),
+    _f("kafka_consumergroup_group_lag", GAUGE, "Partition lag (kafka-lag-exporter names).", KLE_P,
+       only_with=KAFKA_LAG_EXPORTER),
+    _f("kafka_consumergroup_group_max_lag", GAUGE, "Highest partition lag of the group.", G,
+       compat_labels=KLE_GROUP_LABELS),
+    _f("kafka_consumergroup_group_max_lag_seconds", GAUGE,
+       "Highest partition time lag of the group.", G, compat_labels=KLE_GROUP_LABELS),
+    _f("kafka_consumergroup_status", GAUGE,
+       f"Group health: {_codes(s for s in Status if s <= Status.ERR)}.", G),
+    _f("kafka_consumergroup_partition_status", GAUGE, f"Partition health: {_codes(Status)}.",
+       GTP),
+    # Rebalances
+    _f("kafka_consumergroup_rebalances", COUNTER, "Completed rebalances.", G),
+    _f("kafka_consumergroup_rebalance_duration_seconds", HISTOGRAM,
+       "Rebalance duration (end minus start).", G),
+    _f("kafka_consumergroup_rebalance_sync_duration_seconds", HISTOGRAM,
+       "Rebalance sync phase duration.", G),
+    _f("kafka_consumergroup_rebalance_partitions_moved", COUNTER,
+       "Partitions whose owner changed in a rebalance.", G),
+    _f("kafka_consumergroup_last_rebalance_timestamp_seconds", GAUGE,
+       "End of the last rebalance.", G),
+    _f("kafka_consumergroup_rebalance_downtime_seconds", HISTOGRAM,
+       "Per-partition downtime caused by rebalances.", G),
+    *_only_with(
+        KAFKA_EXPORTER,
+        _f("kafka_consumergroup_current_offset", GAUGE, "Committed offset (kafka_exporter names).",
+           KE_G + ("topic", "partition")),
+        _f("kafka_consumergroup_current_offset_sum", GAUGE,
+           "Sum of committed offsets per topic (kafka_exporter names).", KE_G + ("topic",)),
+        _f("kafka_consumergroup_lag_sum", GAUGE, "Sum of lags per topic (kafka_exporter names).",
+           KE_G + ("topic",)),
+        _f("kafka_topic_partition_current_offset", GAUGE, "Log end offset (kafka_exporter names).",
+           TP),
+        _f("kafka_topic_partition_oldest_offset", GAUGE, "Log start offset (kafka_exporter names).",
+           TP),
+        _f("kafka_topic_partitions", GAUGE, "Partitions of the topic (kafka_exporter names).",
+           ("cluster", "topic")),
+    ),
+    *_only_with(
+        KAFKA_LAG_EXPORTER,
+        _f("kafka_consumergroup_group_offset", GAUGE,
+           "Committed offset (kafka-lag-exporter names).", KLE_P),
+        _f("kafka_consumergroup_group_lag_seconds", GAUGE, "Time lag (kafka-lag-exporter names).",
+           KLE_P),
+        _f("kafka_consumergroup_group_sum_lag", GAUGE, "Sum of partition lags.", KLE + ("group",)),
+        _f("kafka_consumergroup_group_topic_sum_lag", GAUGE, "Sum of partition lags per topic.",
+           KLE + ("group", "topic")),
+        _f("kafka_partition_latest_offset", GAUGE, "Log end offset (kafka-lag-exporter names).",
+           KLE + ("topic", "partition")),
+        _f("kafka_partition_earliest_offset", GAUGE, "Log start offset (kafka-lag-exporter names).",
+           KLE + ("topic", "partition")),
+        _f("kafka_consumergroup_poll_time_ms", GAUGE,
+           "Duration of the last end-offset poll in ms (kafka-lag-exporter names).", KLE),
+    ),
+    *_only_with(
+        BURROW,
+        _f("burrow_kafka_consumer_status", GAUGE, "Burrow group status code.", BURROW_G),
+        _f("burrow_kafka_consumer_lag_total", GAUGE, "Burrow total group lag.", BURROW_G),
+        _f("burrow_kafka_topic_partition_status", GAUGE, "Burrow partition status code.",
+           BURROW_GTP),
+        _f("burrow_kafka_consumer_current_offset", GAUGE, "Burrow committed offset.", BURROW_GTP),
+        _f("burrow_kafka_consumer_partition_lag", GAUGE, "Burrow partition lag.", BURROW_GTP),
+        _f("burrow_kafka_topic_partition_offset", GAUGE, "Burrow log end offset.", TP),
+    ),
+    # The monitor itself
+    _f("groupscope_records", COUNTER, "Records read from __consumer_offsets, by type.",
+       C + ("type_name",)),
+    _f("groupscope_records_skipped", COUNTER, "Records not applied, by reason.", C + ("reason",)),
+    _f("groupscope_offsets_topic_lag", GAUGE,
+       "How far the job is behind on each __consumer_offsets partition.", C + ("partition",)),
+    _f("groupscope_ready", GAUGE,
+       "1 once __consumer_offsets has been read up to the end seen at start.", C),
+    _f("groupscope_batch_duration_seconds", HISTOGRAM, "Spark micro-batch duration.", C),
+    _f("groupscope_end_offsets_poll_duration_seconds", HISTOGRAM,
+       "Duration of end-offset polls (failed ones included).", C),
+    _f("groupscope_end_offsets_age_seconds", GAUGE,
+       "Seconds since the end offsets in use were fetched.", C),
+    _f("groupscope_end_offsets_poll_failures", COUNTER,
+       "End-offset polls that failed or timed out.", C),
+    _f("groupscope_negative_lag", COUNTER,
+       "Times a committed offset was found above the known log end offset.", C),
+    _f("groupscope_build_info", GAUGE, "groupscope version.", C + ("version",)),
+)
 
-    def _group_rollups(self, group: GroupRecord, rows: list[tuple[str, int, float]],
-                       statuses: list[Status], sink: Sink) -> None:
-        c, name = self.cluster, group.name
-        rollup = roll_up(rows)
-        key = (c, name)
-        topic_lag = _out(sink, "kafka_consumergroup_topic_lag")
-        for topic, total in sorted(rollup.by_topic.items()):
-            topic_lag.append(((c, name, topic), total))
-        if not self.kle:
-            _out(sink, "kafka_consumergroup_group_lag").append((key, rollup.total))
-        max_key = key + ((c, "true" if not group.ever_had_members else "false")
-                         if self.kle else ())
-        _out(sink, "kafka_consumergroup_group_max_lag").append((max_key, rollup.max_lag))
-        _out(sink, "kafka_consumergroup_group_max_lag_seconds").append(
-            (max_key, rollup.max_lag_seconds))
-        overall = group_status(statuses) if statuses else Status.NOTFOUND
-        _out(sink, "kafka_consumergroup_status").append((key, int(overall)))
-        if self.ke:
-            self._kafka_exporter_group(group, rollup.by_topic, sink)
-        if self.kle:
-            _out(sink, "kafka_consumergroup_group_sum_lag").append(((c, c, name), rollup.total))
-            topic_sum = _out(sink, "kafka_consumergroup_group_topic_sum_lag")
-            for topic, total in sorted(rollup.by_topic.items()):
-                topic_sum.append(((c, c, name, topic), total))
-        if self.burrow:
-            _out(sink, "burrow_kafka_consumer_status").append((key, int(overall)))
-            _out(sink, "burrow_kafka_consumer_lag_total").append((key, rollup.total))
 
-    def _compat_partition(self, group: GroupRecord, key, part, lag: int | None,
-                          seconds: float | None, status: Status, sink: Sink) -> None:
-        c, name = self.cluster, group.name
-        topic, partition = part.labels[2], part.labels[3]
-        if self.ke:
-            _out(sink, "kafka_consumergroup_current_offset").append(
-                ((c, name, topic, partition), part.offset))
-        if self.kle:
-            owner = group.owners.get(key) or {}
-            labels = (c, c, name, topic, partition, owner.get("client_host") or "",
-                      owner.get("member_id") or "", owner.get("client_id") or "")
-            _out(sink, "kafka_consumergroup_group_offset").append((labels, part.offset))
-            if lag is not None:
-                _out(sink, "kafka_consumergroup_group_lag").append((labels, lag))
-                _out(sink, "kafka_consumergroup_group_lag_seconds").append((labels, seconds))
-        if self.burrow:
-            labels = (c, name, topic, partition)
-            _out(sink, "burrow_kafka_consumer_current_offset").append((labels, part.offset))
-            if lag is not None:
-                _out(sink, "burrow_kafka_consumer_partition_lag").append((labels, lag))
-            _out(sink, "burrow_kafka_topic_partition_status").append((labels, int(status)))
+def served_families(compat: Iterable[str] = ()) -> list[MetricFamily]:
+    """The families served with these compat targets, labels resolved, in exposition order."""
+    compat = tuple(compat)
+    return [family.with_compat(compat) for family in CATALOG if family.served_with(compat)]
 
-    def _kafka_exporter_group(self, group: GroupRecord, lag_by_topic: dict[str, int],
-                              sink: Sink) -> None:
-        c, name = self.cluster, group.name
-        offset_sums: dict[str, int] = {}
-        for part in self._exported_partitions(group):
-            offset_sums[part.topic] = offset_sums.get(part.topic, 0) + part.offset
-        current_sum = _out(sink, "kafka_consumergroup_current_offset_sum")
-        for topic, total in sorted(offset_sums.items()):
-            current_sum.append(((c, name, topic), total))
-        lag_sum = _out(sink, "kafka_consumergroup_lag_sum")
-        for topic, total in sorted(lag_by_topic.items()):
-            lag_sum.append(((c, name, topic), total))
 
-    # ---- topics and the monitor itself ------------------------------------------------------
-
-    def topics(self, sink: Sink) -> None:
-        view, c = self.view, self.cluster
-        ke, kle, burrow = self.ke, self.kle, self.burrow
-        end_out = _out(sink, "kafka_partition_log_end_offset").append
-        start_out = _out(sink, "kafka_partition_log_start_offset").append
-        topics_seen: set[str] = set()
-        for (topic, partition), ends in sorted(view.ends.items()):
-            latest = ends.timeline.latest
-            if latest is None:
-                continue
-            labels = (c, topic, str(partition))
-            end_out((labels, latest[0]))
-            if ends.start is not None:
-                start_out((labels, ends.start))
-            topics_seen.add(topic)
-            if ke:
-                _out(sink, "kafka_topic_partition_current_offset").append((labels, latest[0]))
-                if ends.start is not None:
-                    _out(sink, "kafka_topic_partition_oldest_offset").append((labels, ends.start))
-            if kle:
-                kle_labels = (c, c, topic, str(partition))
-                _out(sink, "kafka_partition_latest_offset").append((kle_labels, latest[0]))
-                if ends.start is not None:
-                    _out(sink, "kafka_partition_earliest_offset").append((kle_labels, ends.start))
-            if burrow:
-                _out(sink, "burrow_kafka_topic_partition_offset").append((labels, latest[0]))
-        if ke:
-            partitions = _out(sink, "kafka_topic_partitions")
-            for topic in sorted(topics_seen):
-                if topic in view.partition_counts:
-                    partitions.append(((c, topic), view.partition_counts[topic]))
-
-    def monitor(self, sink: Sink) -> None:
-        view, c = self.view, self.cluster
-        records = _out(sink, "groupscope_records")
-        for type_name, n in sorted(view.records_total.items()):
-            records.append(((c, type_name), n))
-        skipped = _out(sink, "groupscope_records_skipped")
-        for reason, n in sorted(view.records_skipped.items()):
-            skipped.append(((c, reason), n))
-        progress = _out(sink, "groupscope_offsets_topic_lag")
-        for partition, lag in sorted(view.offsets_topic_lag.items()):
-            progress.append(((c, str(partition)), lag))
-        _out(sink, "groupscope_ready").append(((c,), 1 if view.ready else 0))
-        _out(sink, "groupscope_batch_duration_seconds").append(((c,), view.batch_duration))
-        _out(sink, "groupscope_end_offsets_poll_duration_seconds").append(
-            ((c,), view.poll_duration))
-        age = float("inf") if view.last_poll_s is None else max(0.0, self.now - view.last_poll_s)
-        _out(sink, "groupscope_end_offsets_age_seconds").append(((c,), age))
-        _out(sink, "groupscope_end_offsets_poll_failures").append(((c,), view.poll_failures))
-        _out(sink, "groupscope_negative_lag").append(((c,), view.negative_lag_total))
-        _out(sink, "groupscope_build_info").append(((c, VERSION), 1))
-        if self.kle:
-            poll_ms = (view.last_poll_duration_s or 0.0) * 1000.0
-            _out(sink, "kafka_consumergroup_poll_time_ms").append(((c, c), poll_ms))
+def exported_series(compat: Iterable[str] = ()) -> dict[str, frozenset[str]]:
+    """Every series name in the exposition -> the labels it carries."""
+    return {name: labels for family in served_families(compat)
+            for name, labels in family.series().items()}

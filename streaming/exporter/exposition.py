@@ -1,25 +1,18 @@
-"""Metric families as plain data, rendered two ways.
+"""Metric families with their samples, rendered as Prometheus text format 0.0.4, written directly.
 
-- `render_text`: Prometheus text format 0.0.4, written directly. A cluster has 10^5 partitions and
-  each carries several series; prometheus-client's generic `generate_latest` spends ~15 µs per
-  sample, which makes a full scrape take many seconds, so the exporter's `/metrics` uses this.
-  Label sets are rendered once per scrape and shared by every family with the same label names.
-- `to_prometheus_families`: the same data as prometheus-client metric families (Gauge, Counter,
-  Histogram), so the view can also be registered in any `CollectorRegistry` (see
-  `streaming.exporter.server.ViewCollector`).
+A cluster has 10^5 partitions and each carries several series; prometheus-client's generic
+`generate_latest` spends ~15 µs per sample, which makes a full scrape take many seconds, so the
+exporter's `/metrics` uses this. Label sets are rendered once per scrape and shared by every
+family with the same label names.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
-from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
-                                    HistogramMetricFamily)
-
+from streaming.exporter.catalog import HISTOGRAM, exposed_name
 from streaming.exporter.histogram import Histogram
-
-GAUGE, COUNTER, HISTOGRAM = "gauge", "counter", "histogram"
 
 
 @dataclass
@@ -90,12 +83,8 @@ class _LabelTable:
         return text
 
 
-def exposed_name(family: Family) -> str:
-    return family.name + "_total" if family.kind == COUNTER else family.name
-
-
 def render_header(family: Family) -> str:
-    exposed = exposed_name(family)
+    exposed = exposed_name(family.name, family.kind)
     return f"# HELP {exposed} {family.help}\n# TYPE {exposed} {family.kind}\n"
 
 
@@ -110,7 +99,7 @@ def render_samples(family: Family, samples: list, cache: LabelCache) -> str:
         return "".join(out)
     table = cache.table(family.label_names)
     current, previous, make = table.current, table.previous, table.text
-    exposed = exposed_name(family)
+    exposed = exposed_name(family.name, family.kind)
     lines = []
     append = lines.append
     for values, value in samples:
@@ -139,20 +128,3 @@ def _render_histogram(append, name: str, names: tuple[str, ...], values: tuple[s
     append(f"{name}_sum{labels} {_format_value(histogram.sum)}\n")
     append(f"{name}_count{labels} {histogram.count}\n")
 
-
-def to_prometheus_families(families: list[Family]) -> Iterator[Any]:
-    for family in families:
-        labels = list(family.label_names)
-        if family.kind == GAUGE:
-            metric = GaugeMetricFamily(family.name, family.help, labels=labels)
-            for values, value in family.samples:
-                metric.add_metric(list(values), value)
-        elif family.kind == COUNTER:
-            metric = CounterMetricFamily(family.name, family.help, labels=labels)
-            for values, value in family.samples:
-                metric.add_metric(list(values), value)
-        else:
-            metric = HistogramMetricFamily(family.name, family.help, labels=labels)
-            for values, histogram in family.samples:
-                metric.add_metric(list(values), histogram.cumulative(), histogram.sum)
-        yield metric

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import threading
 
+from streaming.exporter.evaluation import Evaluator, Sink, family_specs
 from streaming.exporter.exposition import Family, LabelCache, render_header, render_samples
-from streaming.exporter.catalog import Evaluator, Sink, family_specs
 from streaming.gc_pause import collector_paused
 from streaming.exporter.view import MonitorView
 

@@ -1,7 +1,7 @@
 """The Prometheus exporter: `/metrics` and `/healthz` over HTTP(S), served from a MonitorView.
 
-`/metrics` renders the view's families directly (see `streaming.exporter.exposition` for why not through
-`generate_latest`); `ViewCollector` exposes the same families to any prometheus-client registry.
+`/metrics` renders the view's families directly (see `streaming.exporter.exposition` for why not
+through `generate_latest`).
 `/healthz` answers 200 once the job has caught up with `__consumer_offsets` (groupscope_ready),
 503 before. Basic auth, when configured, guards both paths.
 """
@@ -14,11 +14,9 @@ import ssl
 import threading
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from streaming.exporter.exposition import to_prometheus_families
-from streaming.exporter.catalog import build_families
 from streaming.exporter.metrics_cache import MetricsCache
 from streaming.exporter.view import MonitorView
 
@@ -46,16 +44,6 @@ class ExporterSettings:
     def address(self) -> tuple[str, int]:
         host, _, port = self.listen.rpartition(":")
         return host.strip("[]"), int(port)
-
-
-class ViewCollector:
-    """A prometheus-client custom collector over the view (for `CollectorRegistry.register`)."""
-
-    def __init__(self, view: MonitorView) -> None:
-        self.view = view
-
-    def collect(self) -> Iterable[Any]:
-        return to_prometheus_families(build_families(self.view))
 
 
 def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:

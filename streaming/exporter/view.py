@@ -5,7 +5,7 @@ Two writers feed it: the Spark job (group snapshots, events, record counters, pr
 topic metadata). The exporter reads it. Every public method takes one lock, so each writer's
 update is seen whole or not at all.
 
-Only state lives here; turning it into metric families is `streaming.exporter.catalog`.
+Only state lives here; turning it into metric families is `streaming.exporter.evaluation`.
 """
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from typing import Any, Callable, Iterable, Mapping
 
 from coordinator.status import Commit, CommitWindow, StatusSettings
 from coordinator.timelag import DEFAULT_TABLE_SIZE, OffsetTimeline
+from streaming.exporter.catalog import COMPAT_TARGETS
 from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, Histogram
 
 TopicPartition = tuple[str, int]
 
-COMPAT_TARGETS = ("kafka_exporter", "kafka_lag_exporter", "burrow")
 
 
 @dataclass(frozen=True)
@@ -135,12 +135,6 @@ class MonitorView:
             now = self.clock()
             for event in events:
                 self._apply_event(event, now)
-
-    def count_records(self, by_type_name: Mapping[str, int],
-                      skipped_by_reason: Mapping[str, int] | None = None) -> None:
-        with self.lock:
-            _add_counts(self.records_total, by_type_name)
-            _add_counts(self.records_skipped, skipped_by_reason or {})
 
     def set_record_totals(self, by_type_name: Mapping[str, int],
                           skipped_by_reason: Mapping[str, int]) -> None:
@@ -353,8 +347,3 @@ class MonitorView:
         commit_s = commit_ms / 1000.0
         self._commit(group, (topic, int(partition)), int(offset), commit_s)
         group.last_activity_s = max(group.last_activity_s, commit_s)
-
-
-def _add_counts(target: dict[str, int], increments: Mapping[str, int]) -> None:
-    for key, n in increments.items():
-        target[key] = target.get(key, 0) + int(n)

@@ -9,11 +9,12 @@ import pytest
 import yaml
 
 from dashboards import generate, promtool
-from dashboards.metrics import METRICS, all_label_names, exported_series
+from dashboards.metrics import queryable_labels
 from dashboards.promql import PromQLReadError, references, substitute, variable_query_as_promql
 from dashboards.queries import DASHBOARD_DIR, all_queries, load_dashboards, resolved_queries
 from dashboards.rollups import recording_rule_groups
 from dashboards.sample_metrics import render
+from streaming.exporter.catalog import CATALOG, COMPAT_TARGETS, COUNTER, exported_series, served_families
 
 needs_promtool = pytest.mark.skipif(promtool.promtool() is None,
                                     reason="promtool not installed (run scripts/ensure-promtool.sh as root)")
@@ -90,13 +91,22 @@ def test_promql_check_rejects_a_broken_query():
 
 def test_every_series_and_label_used_is_exported():
     exported = exported_series()
-    known_labels = all_label_names()
+    known_labels = queryable_labels()
     problems = []
     for label, expr in _all_expressions().items():
         metrics, labels = references(expr)
         problems += [f"{label}: unknown series {m}" for m in metrics if m not in exported and m not in RECORDED]
         problems += [f"{label}: unknown label {lab}" for lab in labels if lab not in known_labels]
     assert not problems, "\n".join(problems)
+
+
+def test_no_query_uses_a_series_whose_meaning_compat_changes():
+    """A compat target may give one of our names another meaning (kafka-lag-exporter's per-partition
+    kafka_consumergroup_group_lag); dashboards and rules must then work with compat on too."""
+    changing = {series for family in CATALOG if family.not_with for series in family.series()}
+    assert changing, "the catalog no longer has such a name: drop this test"
+    used = {(label, m) for label, expr in _all_expressions().items() for m in references(expr)[0]}
+    assert not [f"{label}: {m}" for label, m in used if m in changing]
 
 
 def _series_used(name: str) -> set[str]:
@@ -182,7 +192,20 @@ def test_sample_page_is_valid_exposition():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_metric_list_matches_naming_conventions():
-    for m in METRICS:
-        assert m.name.endswith("_total") == (m.kind == "counter"), m.name
-        assert "cluster" not in m.labels, m.name
+def test_catalog_follows_naming_conventions():
+    for family in CATALOG:
+        # `_total` is appended to counters when exposed, never part of the family name; only
+        # other tools' names may end in it otherwise (Burrow's lag_total is a gauge).
+        if family.kind == COUNTER:
+            assert family.exposed_name == family.name + "_total", family.name
+        assert not family.name.endswith("_total") or family.only_with, family.name
+        assert family.labels[0] == "cluster", family.name
+        assert family.only_with in (None, *COMPAT_TARGETS) and family.not_with in (None, *COMPAT_TARGETS)
+
+
+@pytest.mark.parametrize("compat", [(), *((t,) for t in COMPAT_TARGETS), COMPAT_TARGETS])
+def test_each_compat_setting_serves_every_name_once_with_distinct_labels(compat):
+    names = [family.name for family in served_families(compat)]
+    assert len(names) == len(set(names))
+    for family in served_families(compat):
+        assert len(set(family.labels)) == len(family.labels), family.name

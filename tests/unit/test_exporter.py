@@ -8,13 +8,13 @@ import urllib.error
 import urllib.request
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator.status import StatusSettings
-from streaming.exporter.server import ExporterSettings, ViewCollector, start_exporter
+from streaming.exporter.catalog import COMPAT_TARGETS, exported_series
+from streaming.exporter.evaluation import build_families
 from streaming.exporter.exposition import render_text
-from streaming.exporter.catalog import build_families
+from streaming.exporter.server import ExporterSettings, start_exporter
 from streaming.exporter.metrics_cache import MetricsCache
 from streaming.exporter.view import MonitorView, ViewSettings
 from tests.support.collector_probe import garbage_collections
@@ -318,8 +318,7 @@ def test_kip848_topic_ids_map_through_metadata(served, clock):
 
 def test_monitor_counters(served, clock):
     view, port = served()
-    view.count_records({"offset_commit": 10, "group_metadata": 2}, {"unknown_type": 1})
-    view.count_records({"offset_commit": 5})
+    view.set_record_totals({"offset_commit": 15, "group_metadata": 2}, {"unknown_type": 1})
     view.observe_batch(0.3)
     view.record_poll_failure(10.0)
     s = parse(scrape(port)[1])
@@ -398,26 +397,20 @@ def test_basic_auth(served, clock):
     assert status == 200 and "groupscope_ready" in text
 
 
-def test_collector_and_fast_renderer_agree(clock):
-    view = make_view(clock, compat=("kafka_exporter", "kafka_lag_exporter", "burrow"))
+def test_cached_text_equals_a_full_evaluation(clock):
+    view = make_view(clock, compat=COMPAT_TARGETS)
     feed_orders_group(view, clock)
     view.apply_events([{"event": "rebalance_downtime", "group": "shop",
                         "timestamp_ms": int(T0 * 1000), "partition": 1, "offset": 2,
                         "downtime_seconds": 1.5}])
-    registry = CollectorRegistry()
-    registry.register(ViewCollector(view))
     cache = MetricsCache(view)
     cache.refresh()
     view.update_end_offsets({("orders", 1): 320}, {}, T0 - 5, 0.01)
     cache.refresh()  # a lag-only refresh
-    reference = parse(generate_latest(registry).decode())
-    for fast in (parse(render_text(build_families(view))), parse(cache.text())):
-        assert reference.keys() == fast.keys()
-        for name in reference:
-            assert reference[name].keys() == fast[name].keys(), name
-            for labels, number in reference[name].items():
-                other = fast[name][labels]
-                assert number == other or (math.isnan(number) and math.isnan(other)), name
+    view.update_groups([snapshot("late", [], [("orders", 3, 1, T0 - 1)], state="Empty")])
+    text = cache.text()  # renders the group changed since the refresh
+    assert 'group="late"' in text and 'kafka_consumergroup_lag{' in text
+    assert text == render_text(build_families(view))
 
 
 @pytest.mark.parametrize("kwargs", [dict(listen="nohost"), dict(listen="127.0.0.1:x"),
@@ -474,23 +467,23 @@ def test_scrape_picks_up_group_changes_without_a_refresh(served, clock):
     assert value(s, "groupscope_records_skipped_total", reason="malformed") == 2
 
 
-def test_exposition_matches_the_metric_list_dashboards_use(served, clock):
-    """Every series the dashboards and rules know is exported with exactly those labels, and
-    nothing else is exported (compat off)."""
-    from dashboards.metrics import exported_series
-
-    view, port = served()
+@pytest.mark.parametrize("compat", [(), *((target,) for target in COMPAT_TARGETS),
+                                    COMPAT_TARGETS])
+def test_exposition_matches_the_catalog(served, clock, compat):
+    """Every series the catalog declares for these compat targets (what dashboards and rules are
+    checked against) is exported with exactly those labels, and nothing else is."""
+    view, port = served(compat=compat)
     feed_orders_group(view, clock)
     view.apply_events([{"event": "rebalance", "group": "shop", "timestamp_ms": int(T0 * 1000),
                         "partition": 1, "offset": 1, "end_ms": int(T0 * 1000),
                         "duration_seconds": 1.0, "sync_seconds": 0.1, "partitions_moved": []}])
-    view.count_records({"offset_commit": 1}, {"malformed": 1})
+    view.set_record_totals({"offset_commit": 1}, {"malformed": 1})
     view.set_offsets_topic_progress({0: 0}, ready=True)
     seen: dict[str, set[frozenset[str]]] = {}
     for family in text_string_to_metric_families(scrape(port)[1]):
         for sample in family.samples:
             seen.setdefault(sample.name, set()).add(frozenset(sample.labels))
-    expected = exported_series()
+    expected = exported_series(compat)
     assert set(seen) == set(expected)
     for name, label_sets in seen.items():
         assert label_sets == {expected[name]}, name
