@@ -4,34 +4,22 @@ for KIP-848 assignments, partition counts for unassigned partitions), and hands 
 
 A slow or failed poll never blocks the stream: it runs in its own thread, every request has a
 timeout, and on failure the view keeps the last values (their age is exported). The Kafka client
-is injectable (`OffsetsClient`), so tests can feed values without a broker.
+(streaming/kafka/offsets.py `OffsetsClient`; only end_offsets, start_offsets, topic_metadata and
+close are used) is injectable, so tests can feed values without a broker.
 """
 from __future__ import annotations
 
-import base64
 import logging
 import threading
 import time
-import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Protocol
+from typing import Callable, Iterable
 
 from streaming.gc_pause import collector_paused
 from streaming.exporter.view import MonitorView, TopicPartition
+from streaming.kafka.offsets import OffsetsClient
 
 log = logging.getLogger("groupscope.endoffsets")
-
-
-class OffsetsClient(Protocol):
-    def end_offsets(self, partitions: list[TopicPartition]) -> Mapping[TopicPartition, int]: ...
-
-    def start_offsets(self, partitions: list[TopicPartition]) -> Mapping[TopicPartition, int]: ...
-
-    def topic_metadata(self) -> tuple[Mapping[str, str], Mapping[str, int]]:
-        """({topic id: topic name}, {topic name: partition count})."""
-        ...
-
-    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -44,65 +32,6 @@ class PollerSettings:
         if self.interval_s <= 0 or self.timeout_s <= 0 or self.metadata_interval_s <= 0:
             raise ValueError("lag.poll_interval, lag.poll_timeout and lag.metadata_interval "
                              "must be > 0")
-
-
-def kafka_topic_id(value: str) -> str:
-    """Kafka's printed form of a topic id (base64url, no padding: what the decoder emits) from
-    the UUID string kafka-python reports."""
-    return base64.urlsafe_b64encode(uuid.UUID(value).bytes).rstrip(b"=").decode("ascii")
-
-
-class KafkaPythonOffsetsClient:
-    """OffsetsClient over kafka-python: ListOffsets requests are grouped per partition leader by
-    the consumer's fetcher, so one poll costs one request per broker."""
-
-    def __init__(self, bootstrap_servers: str, timeout_s: float, **client_config) -> None:
-        from kafka import KafkaAdminClient, KafkaConsumer
-
-        timeout_ms = int(timeout_s * 1000)
-        common = dict(client_config, bootstrap_servers=bootstrap_servers,
-                      request_timeout_ms=timeout_ms)
-        self._timeout_ms = timeout_ms
-        self._consumer = KafkaConsumer(**dict(common, enable_auto_commit=False, group_id=None))
-        # The admin client refuses consumer-only settings (isolation_level, ...).
-        self._admin = KafkaAdminClient(**{k: v for k, v in common.items()
-                                          if k in KafkaAdminClient.DEFAULT_CONFIG})
-
-    def end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._ask(self._consumer.end_offsets, partitions)
-
-    def start_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._ask(self._consumer.beginning_offsets, partitions)
-
-    def _ask(self, method, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        from kafka import TopicPartition as KafkaTopicPartition
-
-        if not partitions:
-            return {}
-        answer = method([KafkaTopicPartition(t, p) for t, p in partitions],
-                        timeout_ms=self._timeout_ms)
-        return {(tp.topic, tp.partition): offset for tp, offset in answer.items()
-                if offset is not None}
-
-    def topic_metadata(self) -> tuple[dict[str, str], dict[str, int]]:
-        names: dict[str, str] = {}
-        counts: dict[str, int] = {}
-        for topic in self._admin.describe_topics():
-            if topic.get("error_code"):
-                continue
-            name = topic["name"]
-            counts[name] = len(topic.get("partitions") or ())
-            topic_id = topic.get("topic_id")
-            if topic_id:
-                names[kafka_topic_id(str(topic_id))] = name
-        return names, counts
-
-    def close(self) -> None:
-        for client in (self._consumer, self._admin):
-            try:
-                client.close()
-            except Exception:  # closing a broken client must not hide the original problem
-                log.debug("closing kafka client failed", exc_info=True)
 
 
 class EndOffsetPoller:

@@ -267,10 +267,8 @@ class Job:
             client = self._progress_client
             if client is None:
                 client = self._progress_client = self._offsets_client_factory()
-            _names, counts = client.topic_metadata()
-            n = counts.get(topic, 0)
-            ends = client.end_offsets([(topic, p) for p in range(n)])
-            return {p: end for (_t, p), end in ends.items()}
+            partitions = client.partitions(topic)
+            return client.latest(topic, partitions) if partitions else {}
 
         return target
 

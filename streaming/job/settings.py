@@ -1,21 +1,17 @@
-"""Wiring of the monitoring side from the config: the MonitorView the Spark job feeds, the
-Prometheus exporter serving it, and the end-offset poller refreshing it.
-
-    monitoring = start_monitoring(config)
-    ... the job calls monitoring.view.update_groups(...), .apply_events(...), ...
-    monitoring.stop()
+"""Settings of the monitoring side, from the config: the MonitorView the Spark job feeds, the
+Prometheus exporter serving it, the end-offset poller refreshing it, and the Kafka client the
+poller and the job's progress share (streaming/job/lifecycle.py wires them).
 """
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from typing import Callable
 
 from coordinator.status import StatusSettings
-from streaming.exporter.end_offset_poller import EndOffsetPoller, KafkaPythonOffsetsClient, PollerSettings
-from streaming.exporter.server import ExporterSettings, RunningExporter, start_exporter
+from streaming.exporter.end_offset_poller import PollerSettings
+from streaming.exporter.server import ExporterSettings
+from streaming.exporter.view import ViewSettings
+from streaming.kafka.offsets import OffsetsClient, offsets_client
 from streaming.sources.kafka_options import KafkaSourceOptions
-from streaming.exporter.view import MonitorView, ViewSettings
 
 
 def view_settings(config) -> ViewSettings:
@@ -44,36 +40,12 @@ def poller_settings(config) -> PollerSettings:
     return PollerSettings(interval_s=config.lag.poll_interval, timeout_s=config.lag.timeout)
 
 
-def offsets_client_factory(config) -> Callable[[], KafkaPythonOffsetsClient]:
-    """kafka-python clients with the same connection settings as the source (`source.kafka`)."""
+def offsets_client_factory(config) -> Callable[[], OffsetsClient]:
+    """kafka-python offsets clients with the same connection settings as the source
+    (`source.kafka`), each request bounded by lag.timeout."""
     source = config.source
     options = KafkaSourceOptions(bootstrap_servers=source.bootstrap_servers,
                                  client_options=dict(source.kafka))
-    client_config = options.kafka_python_config()
-    bootstrap = client_config.pop("bootstrap_servers")
+    options.kafka_python_config()  # a bad `source.kafka` setting fails here, not in a poll
     timeout_s = config.lag.timeout
-    return lambda: KafkaPythonOffsetsClient(bootstrap, timeout_s, **client_config)
-
-
-@dataclass
-class Monitoring:
-    view: MonitorView
-    exporter: RunningExporter
-    poller: EndOffsetPoller | None
-
-    def stop(self) -> None:
-        if self.poller is not None:
-            self.poller.stop()
-        self.exporter.stop()
-
-
-def start_monitoring(config, poll_end_offsets: bool = True,
-                     clock: Callable[[], float] = time.time) -> Monitoring:
-    """Create the view, serve it, and (unless told not to) start polling end offsets."""
-    view = MonitorView(view_settings(config), clock=clock)
-    exporter = start_exporter(view, exporter_settings(config))
-    poller = None
-    if poll_end_offsets:
-        poller = EndOffsetPoller(view, offsets_client_factory(config), poller_settings(config),
-                                 clock=clock, on_poll=exporter.cache.refresh).start()
-    return Monitoring(view, exporter, poller)
+    return lambda: offsets_client(options, timeout_s)

@@ -1,57 +1,101 @@
-"""kafka-python behind the source: offset look-ups on the driver, range reads on executors."""
+"""kafka-python: the offsets/metadata client (streaming/kafka/offsets.py) and the source's range
+reads on executors."""
 from __future__ import annotations
 
-from kafka import KafkaConsumer, TopicPartition
+import logging
+from typing import Sequence
+
+from kafka import KafkaAdminClient, KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import OffsetOutOfRangeError
 
 from streaming.kafka.batches import concat_columns, use_columnar_records
 from streaming.kafka.offset_ranges import OffsetRange
+from streaming.kafka.offsets import OffsetsClient, TopicPartition, kafka_topic_id
 from streaming.kafka.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.kafka.records import CREATE_TIME
 
 POLL_TIMEOUT_MS = 500
 # What one poll may return: records, or fetch responses once the columnar iterator is in use.
 MAX_POLL_RECORDS = 20_000
+log = logging.getLogger("groupscope.kafka")
 
 
-class KafkaPythonOffsets:
-    """Partition list and earliest/latest offsets of a topic (latest = LSO under read_committed)."""
+class KafkaPythonOffsets(OffsetsClient):
+    """Offsets through a consumer without a group: its fetcher groups ListOffsets requests per
+    partition leader. Metadata through an admin client, opened on the first metadata question,
+    which can describe named topics only (the consumer's own look-up describes every topic)."""
 
-    def __init__(self, config: dict) -> None:
+    def __init__(self, config: dict, timeout_s: float | None = None) -> None:
+        if timeout_s is not None:
+            # Also the default timeout of the consumer's offset look-ups.
+            config = dict(config, request_timeout_ms=int(timeout_s * 1000))
+        self._config = config
         self._consumer = KafkaConsumer(**config, enable_auto_commit=False, group_id=None)
+        self._admin: KafkaAdminClient | None = None
+
+    def _describe(self, topics: list[str] | None) -> list[dict]:
+        """Metadata of `topics` (None: every topic)."""
+        if self._admin is None:
+            # The admin client refuses consumer-only settings (isolation_level, ...).
+            self._admin = KafkaAdminClient(**{k: v for k, v in self._config.items()
+                                              if k in KafkaAdminClient.DEFAULT_CONFIG})
+        return self._admin.describe_topics(topics)
 
     def partitions(self, topic: str) -> list[int]:
-        found = self._consumer.partitions_for_topic(topic)
-        if not found:
-            # A topic created after our last metadata refresh: ask again before answering "none".
-            self._consumer.topics()
-            found = self._consumer.partitions_for_topic(topic)
-        return sorted(found or ())
+        found = [t for t in self._describe([topic])
+                 if t.get("name") == topic and not t.get("error_code")]
+        return sorted(p["partition_index"] for t in found for p in t.get("partitions") or ())
 
-    def earliest(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        answer = self._consumer.beginning_offsets([TopicPartition(topic, p) for p in partitions])
-        return {tp.partition: offset for tp, offset in answer.items()}
+    def start_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._ask(self._consumer.beginning_offsets, partitions)
 
-    def latest(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        answer = self._consumer.end_offsets([TopicPartition(topic, p) for p in partitions])
-        return {tp.partition: offset for tp, offset in answer.items()}
+    def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._ask(self._consumer.end_offsets, partitions)
+
+    @staticmethod
+    def _ask(method, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        if not partitions:
+            return {}
+        answer = method([KafkaTopicPartition(t, p) for t, p in partitions])
+        return {(tp.topic, tp.partition): offset for tp, offset in answer.items()
+                if offset is not None}
+
+    def topic_metadata(self) -> tuple[dict[str, str], dict[str, int]]:
+        names: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        for topic in self._describe(None):
+            if topic.get("error_code"):
+                continue
+            name = topic["name"]
+            counts[name] = len(topic.get("partitions") or ())
+            topic_id = topic.get("topic_id")
+            if topic_id:
+                names[kafka_topic_id(str(topic_id))] = name
+        return names, counts
 
     def at_time(self, topic: str, partitions: list[int], when_ms: int) -> dict[int, int | None]:
         """First offset whose timestamp is at or after `when_ms` (None: no such record yet)."""
-        answer = self._consumer.offsets_for_times({TopicPartition(topic, p): when_ms
+        answer = self._consumer.offsets_for_times({KafkaTopicPartition(topic, p): when_ms
                                                    for p in partitions})
         return {tp.partition: (found.offset if found is not None else None)
                 for tp, found in answer.items()}
 
     def close(self) -> None:
-        self._consumer.close()
+        for client in (self._consumer, self._admin):
+            if client is None:
+                continue
+            try:
+                client.close()
+            except Exception:  # closing a broken client must not hide the original problem
+                log.debug("closing kafka client failed", exc_info=True)
 
 
 class KafkaPythonPartition:
     """A consumer assigned to one partition, without a group (nothing is ever committed)."""
 
     def __init__(self, config: dict, topic: str, partition: int) -> None:
-        self._tp = TopicPartition(topic, partition)
+        self._tp = KafkaTopicPartition(topic, partition)
         self._consumer = _reading_consumer(config)
         self._consumer.assign([self._tp])
         self._columnar = use_columnar_records(self._consumer)
@@ -84,7 +128,7 @@ class KafkaPythonRanges(SharedRanges):
 
     def __init__(self, config: dict, topic: str, ranges: list[OffsetRange]) -> None:
         super().__init__(ranges)
-        self._tps = {rng.partition: TopicPartition(topic, rng.partition) for rng in ranges}
+        self._tps = {rng.partition: KafkaTopicPartition(topic, rng.partition) for rng in ranges}
         self._consumer = _reading_consumer(config)
         self._consumer.assign(list(self._tps.values()))
         for rng in ranges:

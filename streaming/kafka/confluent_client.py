@@ -1,14 +1,19 @@
 """confluent-kafka (librdkafka) behind the source: the `fast` extra, which fetches in librdkafka's
 own threads. Its `consume()` makes a Python message object per record, so since kafka-python's
 batches are parsed in bulk (streaming/kafka/v2_record_columns.py) a catch-up is no faster with
-it on the reference machine. Same duties as `kafka_python_client`."""
+it on the reference machine. Same duties as streaming/kafka/client.py, and the same offsets
+client interface (streaming/kafka/offsets.py)."""
 from __future__ import annotations
 
+from typing import Sequence
+
 from confluent_kafka import (Consumer, IsolationLevel, KafkaError, KafkaException,
-                             TopicPartition, TIMESTAMP_LOG_APPEND_TIME)
+                             TopicCollection, TopicPartition, TIMESTAMP_LOG_APPEND_TIME)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from streaming.kafka.offset_ranges import OffsetRange
+from streaming.kafka.offsets import OffsetsClient, kafka_topic_id
+from streaming.kafka.offsets import TopicPartition as TopicPartitionKey
 from streaming.kafka.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.kafka.records import CREATE_TIME, LOG_APPEND_TIME
 
@@ -23,32 +28,62 @@ def _isolation(config: dict) -> IsolationLevel:
     return IsolationLevel.READ_COMMITTED
 
 
-class ConfluentOffsets:
-    def __init__(self, config: dict) -> None:
+class ConfluentOffsets(OffsetsClient):
+    def __init__(self, config: dict, timeout_s: float | None = None) -> None:
         self._isolation = _isolation(config)
+        self._timeout_s = timeout_s if timeout_s is not None else REQUEST_TIMEOUT_S
         self._admin = AdminClient({k: v for k, v in config.items() if k != "isolation.level"})
 
     def partitions(self, topic: str) -> list[int]:
-        metadata = self._admin.list_topics(topic, timeout=REQUEST_TIMEOUT_S)
+        metadata = self._admin.list_topics(topic, timeout=self._timeout_s)
         found = metadata.topics.get(topic)
         if found is None or found.error is not None:
             return []
         return sorted(found.partitions)
 
-    def _list(self, topic: str, partitions: list[int], spec: OffsetSpec) -> dict[int, int]:
-        futures = self._admin.list_offsets({TopicPartition(topic, p): spec for p in partitions},
+    def _list(self, partitions: Sequence[TopicPartitionKey], spec: OffsetSpec
+              ) -> dict[TopicPartitionKey, int]:
+        if not partitions:
+            return {}
+        futures = self._admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions},
                                            isolation_level=self._isolation,
-                                           request_timeout=REQUEST_TIMEOUT_S)
-        return {tp.partition: future.result().offset for tp, future in futures.items()}
+                                           request_timeout=self._timeout_s)
+        return {(tp.topic, tp.partition): future.result().offset
+                for tp, future in futures.items()}
 
-    def earliest(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        return self._list(topic, partitions, OffsetSpec.earliest())
+    def start_offsets(self, partitions: Sequence[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        return self._list(partitions, OffsetSpec.earliest())
 
-    def latest(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        return self._list(topic, partitions, OffsetSpec.latest())
+    def end_offsets(self, partitions: Sequence[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        return self._list(partitions, OffsetSpec.latest())
+
+    def topic_metadata(self) -> tuple[dict[str, str], dict[str, int]]:
+        listed = self._admin.list_topics(timeout=self._timeout_s).topics
+        counts = {name: len(topic.partitions) for name, topic in listed.items()
+                  if topic.error is None}
+        names: dict[str, str] = {}
+        if not counts:
+            return names, counts
+        # Topic ids are only in DescribeTopics' answer, not in the metadata list_topics keeps.
+        described = self._admin.describe_topics(TopicCollection(list(counts)),
+                                                request_timeout=self._timeout_s)
+        for name, future in described.items():
+            try:
+                topic_id = future.result().topic_id
+            except KafkaException:  # deleted since it was listed
+                continue
+            names[kafka_topic_id(_uuid_bytes(topic_id))] = name
+        return names, counts
 
     def close(self) -> None:
         self._admin = None
+
+
+def _uuid_bytes(value) -> bytes:
+    """The 16 bytes of a confluent-kafka Uuid (its halves come as signed 64-bit numbers)."""
+    mask = (1 << 64) - 1
+    return ((value.get_most_significant_bits() & mask).to_bytes(8, "big")
+            + (value.get_least_significant_bits() & mask).to_bytes(8, "big"))
 
 
 def _consumer(config: dict) -> Consumer:

@@ -19,6 +19,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from streaming.sources.kafka_options import KafkaSourceOptions, parse_options
+from streaming.kafka.offsets import offsets_client
 from streaming.kafka.offset_ranges import (EARLIEST, LATEST, OffsetRange, PartitionOffsets,
                                              from_offset_dict, limit_end, pack_ranges,
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
@@ -40,14 +41,6 @@ class KafkaRangePartition(InputPartition):
     def __init__(self, ranges: list[OffsetRange]) -> None:
         super().__init__(tuple(ranges))
         self.ranges = ranges
-
-
-def offsets_client(options: KafkaSourceOptions):
-    if options.client == "confluent":
-        from streaming.kafka.confluent_client import ConfluentOffsets
-        return ConfluentOffsets(options.confluent_config())
-    from streaming.kafka.client import KafkaPythonOffsets
-    return KafkaPythonOffsets(options.kafka_python_config())
 
 
 def partition_client(options: KafkaSourceOptions, partition: int, end: int | None = None):

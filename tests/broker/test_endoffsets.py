@@ -1,5 +1,5 @@
 """The end-offset poller: with an injected client (failures, timeouts, deleted topics) and against
-a real Kafka-compatible broker (tansu, from tests/support/tansu.py)."""
+a real Kafka broker (tests/support/kafka_broker.py) through both offsets clients."""
 from __future__ import annotations
 
 import threading
@@ -8,11 +8,14 @@ import uuid
 
 import pytest
 
-from tests.support.tansu import create_topic, produce_raw
-from streaming.exporter.end_offset_poller import (EndOffsetPoller, KafkaPythonOffsetsClient, PollerSettings,
-                                  kafka_topic_id)
-from streaming.exporter.catalog import build_families
+from tests.support.kafka_broker import create_topic, produce_raw
+from streaming.config import load_config
+from streaming.exporter.end_offset_poller import EndOffsetPoller, PollerSettings
+from streaming.exporter.evaluation import build_families
 from streaming.exporter.view import MonitorView, ViewSettings
+from streaming.job.settings import offsets_client_factory, poller_settings
+from streaming.kafka.offsets import kafka_topic_id, offsets_client
+from streaming.sources.kafka_options import KafkaSourceOptions
 
 
 def committed_group(view: MonitorView, group: str, offsets: dict[tuple[str, int], int]) -> None:
@@ -127,6 +130,7 @@ def test_topic_id_in_kafka_form():
     assert len(encoded) == 22 and "=" not in encoded
     import base64
     assert uuid.UUID(bytes=base64.urlsafe_b64decode(encoded + "==")) == uuid.UUID(value)
+    assert kafka_topic_id(uuid.UUID(value)) == kafka_topic_id(uuid.UUID(value).bytes) == encoded
 
 
 def test_bad_poller_settings():
@@ -134,7 +138,8 @@ def test_bad_poller_settings():
         PollerSettings(interval_s=0)
 
 
-def test_poller_against_a_real_broker(broker):
+@pytest.mark.parametrize("client", ["kafka-python", "confluent"])
+def test_poller_against_a_real_broker(broker, client):
     topic = f"endoffsets-{uuid.uuid4().hex[:8]}"
     create_topic(broker.bootstrap, topic, 3)
     counts = {0: 5, 1: 2, 2: 0}
@@ -144,10 +149,10 @@ def test_poller_against_a_real_broker(broker):
 
     view = MonitorView(ViewSettings(cluster="default"))
     committed_group(view, "g", {(topic, 0): 1, (topic, 1): 2, (topic, 2): 0})
-    poller = EndOffsetPoller(
-        view, lambda: KafkaPythonOffsetsClient(broker.bootstrap, timeout_s=10.0))
+    options = KafkaSourceOptions(bootstrap_servers=broker.bootstrap, client=client)
+    poller = EndOffsetPoller(view, lambda: offsets_client(options, timeout_s=10.0))
     try:
-        assert poller.poll_once(), "poll against tansu failed"
+        assert poller.poll_once(), f"poll through {client} failed"
         assert {key[1]: entry.timeline.latest[0] for key, entry in view.ends.items()} == counts
         assert {key[1]: entry.start for key, entry in view.ends.items()} == {0: 0, 1: 0, 2: 0}
         assert view.partition_counts[topic] == 3
@@ -186,3 +191,36 @@ def test_metadata_is_refreshed_early_for_a_new_topic():
     now[0] = 130.0
     assert poller.poll_once()
     assert calls == [100.0, 115.0]  # every topic known: back to metadata_interval
+
+
+def test_poller_wired_from_the_config(broker):
+    """offsets_client_factory + poller_settings as the job wires them (source.bootstrap_servers,
+    source.kafka passed through, lag.poll_interval)."""
+    topic = f"wired-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 2)
+    produce_raw(broker.bootstrap, topic, [(0, None, b"x", 1_700_000_000_000 + i) for i in range(7)])
+    config = load_config(None, env={"GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": broker.bootstrap,
+                                    "GROUPSCOPE_SOURCE__KAFKA": '{"client.id": "groupscope-wired"}',
+                                    "GROUPSCOPE_CLUSTER__NAME": "wired",
+                                    "GROUPSCOPE_LAG__POLL_INTERVAL": "200ms"})
+    view = MonitorView(ViewSettings(cluster="wired"))
+    committed_group(view, "wired-group", {(topic, 0): 3})
+    poller = EndOffsetPoller(view, offsets_client_factory(config), poller_settings(config))
+    assert poller.settings.interval_s == 0.2
+    try:
+        assert poller.poll_once()
+        assert poller._client._consumer.config["client_id"] == "groupscope-wired"
+        labels = dict(cluster="wired", group="wired-group", topic=topic, partition="0")
+        lags = [number for family in build_families(view) if family.name == "kafka_consumergroup_lag"
+                for values, number in family.samples
+                if dict(zip(family.label_names, values)) == labels]
+        assert lags == [4]
+    finally:
+        poller.stop()
+
+
+def test_a_bad_passthrough_setting_fails_when_wired():
+    config = load_config(None, env={"GROUPSCOPE_SOURCE__KAFKA": '{"no.such.setting": "1"}'})
+    with pytest.raises(ValueError, match="option kafka.no.such.setting: kafka-python has no "
+                                         "setting no_such_setting"):
+        offsets_client_factory(config)

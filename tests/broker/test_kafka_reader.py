@@ -8,7 +8,7 @@ import uuid
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from tests.support.tansu import create_topic, produce_raw
+from tests.support.kafka_broker import create_topic, produce_raw
 from streaming.sources.kafka_options import parse_options
 from streaming.sources.kafka_stream import KafkaStreamReader
 

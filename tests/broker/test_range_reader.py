@@ -7,9 +7,10 @@ import uuid
 
 import pytest
 
-from tests.support.tansu import create_topic, end_offsets, produce_raw
+from tests.support.kafka_broker import create_topic
+from streaming.kafka.offsets import offsets_client
 from streaming.sources.kafka_options import KafkaSourceOptions
-from streaming.sources.kafka_stream import offsets_client, partition_client
+from streaming.sources.kafka_stream import partition_client
 from streaming.kafka.offset_ranges import OffsetRange
 from streaming.kafka.range_reader import (OffsetOutOfRange, Polled, ReadSettings,
                                             SourceReadError, read_range)
@@ -66,15 +67,6 @@ def test_range_read_crosses_offset_gaps_and_stops_at_the_planned_end(broker, cli
     part = _rows(read_range(lambda: partition_client(options, 0), topic,
                             OffsetRange(0, offsets[1], offsets[3] + 1), FAST))
     assert part == written[1:4]
-
-
-def test_produce_raw_keeps_tansu_end_offsets_right(broker):
-    topic = f"raw-{uuid.uuid4().hex[:8]}"
-    create_topic(broker.bootstrap, topic, 2)
-    positions = produce_raw(broker.bootstrap, topic,
-                            [(p, b"k", b"v", 1_700_000_000_000) for p in (0, 1, 0, 0, 1, 0)])
-    assert positions == [(0, 0), (1, 0), (0, 1), (0, 2), (1, 1), (0, 3)]
-    assert end_offsets(broker.bootstrap, topic, [0, 1]) == {0: 4, 1: 2}
 
 
 def test_unreachable_broker_fails_the_range_with_a_clear_message(caplog):

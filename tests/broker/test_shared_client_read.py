@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from tests.support.tansu import create_topic, produce_raw
+from tests.support.kafka_broker import create_topic, produce_raw
 from streaming.sources import kafka_stream
 from streaming.sources.kafka_options import KafkaSourceOptions
 from streaming.sources.kafka_stream import KafkaRangePartition, KafkaStreamReader

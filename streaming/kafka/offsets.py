@@ -1,0 +1,71 @@
+"""The offsets/metadata client: one interface for everything that asks the cluster about offsets
+rather than reading records — the source's offset planning (driver), the job's progress on the
+offsets topic, and the end-offset poller. Two implementations: kafka-python
+(streaming/kafka/client.py, the default) and confluent-kafka (streaming/kafka/confluent_client.py).
+
+Offsets are asked for (topic, partition) pairs across topics, so one round costs one ListOffsets
+request per partition leader; `earliest`/`latest` are the one-topic forms the source uses.
+"""
+from __future__ import annotations
+
+import base64
+import uuid
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from streaming.sources.kafka_options import KafkaSourceOptions
+
+TopicPartition = tuple[str, int]
+
+
+class OffsetsClient(ABC):
+    @abstractmethod
+    def partitions(self, topic: str) -> list[int]:
+        """The topic's partitions ([] when it does not exist), from metadata of that topic only:
+        describing every topic of a large cluster to count one topic's partitions is expensive."""
+
+    @abstractmethod
+    def start_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """Log start offsets."""
+
+    @abstractmethod
+    def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """Log end offsets (the last stable offset under read_committed)."""
+
+    @abstractmethod
+    def topic_metadata(self) -> tuple[Mapping[str, str], Mapping[str, int]]:
+        """({topic id in Kafka's printed form: topic name}, {topic name: partition count}) of
+        every topic: KIP-848 assignments name topics by id only."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def earliest(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return _of_topic(self.start_offsets([(topic, p) for p in partitions]))
+
+    def latest(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return _of_topic(self.end_offsets([(topic, p) for p in partitions]))
+
+
+def _of_topic(offsets: Mapping[TopicPartition, int]) -> dict[int, int]:
+    return {partition: offset for (_topic, partition), offset in offsets.items()}
+
+
+def kafka_topic_id(value: uuid.UUID | str | bytes) -> str:
+    """Kafka's printed form of a topic id (base64url without padding, what the decoder emits)
+    from a UUID, its string form, or its 16 bytes."""
+    if isinstance(value, str):
+        value = uuid.UUID(value)
+    raw = value.bytes if isinstance(value, uuid.UUID) else value
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def offsets_client(options: KafkaSourceOptions, timeout_s: float | None = None) -> OffsetsClient:
+    """The client `options.client` names, with the connection settings of `options` (the
+    `kafka.*` passthrough). `timeout_s` bounds each request (None: the client's default)."""
+    if options.client == "confluent":
+        from streaming.kafka.confluent_client import ConfluentOffsets
+        return ConfluentOffsets(options.confluent_config(), timeout_s)
+    from streaming.kafka.client import KafkaPythonOffsets
+    return KafkaPythonOffsets(options.kafka_python_config(), timeout_s)
