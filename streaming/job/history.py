@@ -7,7 +7,7 @@ Layout: `<path>/events/date=YYYY-MM-DD/batch-<id>.parquet` and
 wrote it, so a micro-batch that Spark runs again after a crash overwrites its own file instead of
 adding a second copy. Columns: group, ts_ms, kind (event name or "snapshot"), payload (JSON).
 
-On start the job reads the history back (`replay_into`) to restore the exporter's counters and
+On start the job reads the history back (`restore_view` in lifecycle.py) to restore the exporter's counters and
 the last known snapshot of every group.
 """
 from __future__ import annotations
@@ -105,15 +105,28 @@ def _read_file(file: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+# What tells apart the events of one record: a group-metadata record can say that several
+# members joined or left, and a rebalance's completion can end the downtime of several partitions.
+_SUBJECT_FIELDS = ("member_id", "topic", "partition_id")
+
+
+def event_identity(payload: Mapping[str, Any]) -> tuple:
+    """The event's identity: its name, group and record position, and what it is about (member,
+    partition). The same records yield the same events whatever the micro-batches (see
+    coordinator/state/events.py), so a batch written twice repeats identities and nothing else
+    does."""
+    return (payload.get("event"), payload.get("group"), payload.get("partition"),
+            payload.get("offset"), *(payload.get(name) for name in _SUBJECT_FIELDS))
+
+
 def unique_events(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Events once each: the same record position and name can appear in two batch files when a
-    batch was re-planned differently after a crash."""
+    """Events once each: an event can appear in two batch files when a batch was re-planned
+    differently after a crash; distinct events of one record all stay."""
     seen: set[tuple] = set()
     out = []
     for row in rows:
         payload = row["payload"]
-        key = (payload.get("event"), payload.get("group"), payload.get("partition"),
-               payload.get("offset"), payload.get("topic"), payload.get("partition_id"))
+        key = event_identity(payload)
         if key in seen:
             continue
         seen.add(key)

@@ -329,7 +329,7 @@ class Job:
         if self.query is not None:
             try:
                 self.query.stop()
-            except Exception:
+            except Exception:  # e.g. the JVM died first, from the same signal as this stop
                 log.debug("stopping the query failed", exc_info=True)
         if self.poller is not None:
             self.poller.stop()
@@ -340,10 +340,26 @@ class Job:
             self._progress_client = None
 
     def wait(self, stop_event: threading.Event | None = None) -> None:
-        """Block until the query ends (or `stop_event` is set); re-raise a query failure."""
-        while self.query is not None and self.query.isActive:
-            if stop_event is not None and stop_event.is_set():
+        """Block until the query ends (or `stop_event` is set); re-raise a query failure.
+
+        Once `stop_event` is set, a failure is the stop's: a service manager signals every
+        process of the job at once, and Spark's JVM and Python workers may die before this
+        driver has stopped the query."""
+        from py4j.protocol import Py4JError
+
+        def stopping() -> bool:
+            return stop_event is not None and stop_event.is_set()
+
+        try:
+            while self.query is not None and self.query.isActive and not stopping():
+                try:
+                    self.query.awaitTermination(1.0)
+                except Exception:  # it failed: told below, unless a stop came first
+                    break
+            error = self.query.exception() if self.query is not None else None
+        except (Py4JError, OSError) as exc:  # the JVM is gone
+            if stopping():
                 return
-            self.query.awaitTermination(1.0)
-        if self.query is not None and self.query.exception() is not None:
-            raise RuntimeError(str(self.query.exception()))
+            raise RuntimeError(f"lost the Spark JVM: {exc}") from None
+        if error is not None and not stopping():
+            raise RuntimeError(str(error))

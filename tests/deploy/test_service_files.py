@@ -45,8 +45,8 @@ def test_the_unit_runs_groupscope_with_a_durable_state_directory():
     assert parsed.command == "run" and parsed.config == "/etc/groupscope/config.yaml"
     assert _unit_values("StateDirectory") == ["groupscope"]
     assert _unit_values("WorkingDirectory") == ["/var/lib/groupscope"]
-    # A stop reaches every process of the unit; the job's clean stop is what makes it safe.
-    assert _unit_values("KillMode") in ([], ["control-group"])
+    # The stop signal goes to the driver alone, which owns the stop (streaming/cli/commands/signals.py).
+    assert _unit_values("KillMode") == ["mixed"]
 
 
 def _resources() -> list[dict]:

@@ -1,9 +1,15 @@
 """`groupscope demo` end to end: local Spark on the simulator, /metrics scraped over HTTP."""
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
+
+import pytest
 
 from coordinator.simulator import load_scenario
 from dashboards.livecheck import (check_queries, discover_variables, problems_only_labels,
@@ -11,6 +17,7 @@ from dashboards.livecheck import (check_queries, discover_variables, problems_on
 from tests.support.scrape_support import parse, scrape
 from streaming.cli.main import build_parser
 from streaming.cli.commands import demo
+from tests.support.paths import ROOT
 
 
 def free_port() -> int:
@@ -122,3 +129,32 @@ def test_demo_serves_the_simulated_groups(spark, tmp_path):
     # The simulated log and the demo's state stayed in the work directory it was given.
     assert (tmp_path / "simulated-consumer-offsets.jsonl").stat().st_size > 0
     assert (tmp_path / "checkpoint").is_dir()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_to_the_demos_process_group_ends_it_cleanly(tmp_path, sig):
+    """As `timeout`, a service manager or Ctrl-C stop it: the signal goes to every process of
+    the group at once. The driver stops the query and Spark; exit status 0, no traceback."""
+    port = free_port()
+    log_path = tmp_path / "demo.out"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streaming.cli.main", "demo", "--no-view", "--speed", "20",
+             "--listen", f"127.0.0.1:{port}", "--workdir", str(tmp_path / "work")],
+            cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (tmp_path / "work" / "checkpoint" / "query" / "commits" / "1").exists():
+            assert process.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "the demo made no progress"
+            time.sleep(0.2)
+        assert by_group(parse(scrape(port)[1]), "kafka_consumergroup_members")
+        os.killpg(process.pid, sig)
+        assert process.wait(timeout=120) == 0, log_path.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=60)
+    output = log_path.read_text()
+    assert "Traceback" not in output and "error:" not in output, output
+    assert "groupscope demo: stopped after" in output

@@ -1,8 +1,9 @@
 """Kill the job with SIGKILL in the middle of a stream, or stop it with SIGTERM or Ctrl-C's
 SIGINT, start it again from its checkpoint, and compare with an uninterrupted run: same group
-state, same counters, same history, nothing lost and nothing counted twice. SIGTERM and SIGINT
-end `groupscope run` by itself, with exit status 0 and no error in its output, wherever in a
-micro-batch they land."""
+state, same counters, same history, nothing lost and nothing counted twice. SIGTERM and SIGINT,
+sent to `groupscope run` or to its whole process group as service managers and terminals do,
+end it by itself, with exit status 0 and no error in its output, wherever in a micro-batch they
+land."""
 from __future__ import annotations
 
 import json
@@ -18,8 +19,10 @@ import yaml
 
 from coordinator.simulator import Simulation, load_scenario
 from streaming.job.history import latest_snapshots, read_history, unique_events
-from streaming.job.lifecycle import Job
+from streaming.job.lifecycle import Job, restore_view
+from streaming.exporter.view import MonitorView
 from tests.support.job_support import replay_config
+from tests.support.jvm_children import children_of
 from tests.support.paths import ROOT
 
 REPO = str(ROOT)
@@ -58,17 +61,46 @@ def _outcome(job: Job, history: str):
     return snapshots, events, rebalances, dict(job.view.records_total)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
-                         ids=["SIGKILL", "SIGTERM", "SIGINT"])
-def test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run(spark, tmp_path, sig):
+def _several_events_per_record(events) -> bool:
+    positions = [(e["partition"], e["offset"]) for e in events]
+    return len(set(positions)) < len(positions)
+
+
+def _process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants: the driver, its JVM (in a session of its own) and the
+    processes that started."""
+    tree = [pid]
+    for parent in tree:
+        tree.extend(children_of(parent, ""))
+    return tree
+
+
+def _signal(pids, sig) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize("sig, target", [(signal.SIGKILL, "tree"), (signal.SIGTERM, "group"),
+                                         (signal.SIGINT, "group"), (signal.SIGTERM, "process")],
+                         ids=["SIGKILL", "SIGTERM-group", "SIGINT-group", "SIGTERM"])
+def test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run(spark, tmp_path, sig,
+                                                                      target):
     capture = str(tmp_path / "capture.jsonl")
     total = _capture(capture)
     assert total > 100
 
     reference = _run_in_process(spark, tmp_path / "reference", capture)
     expected = _outcome(reference, str(tmp_path / "reference" / "history"))
+    # The uninterrupted run wrote each event once, several of them from one record (the first
+    # generation's members): reading the history back keeps them all.
+    assert len(expected[1]) == len(read_history(str(tmp_path / "reference" / "history"), "events"))
+    assert _several_events_per_record(expected[1])
 
-    # The interrupted run: its own Spark, small batches, killed with SIGKILL (JVM included).
+    # The interrupted run: its own Spark, small batches; killed with SIGKILL (JVM included), or
+    # stopped by a signal to it or to its process group.
     work = tmp_path / "killed"
     work.mkdir()
     config = {
@@ -95,12 +127,17 @@ def test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run(spark, tmp_
             assert process.poll() is None, (work / "run.log").read_text()
             assert time.monotonic() < deadline, "the job made no progress"
             time.sleep(0.2)
-        if sig != signal.SIGKILL:
+        if target == "tree":
+            _signal(_process_tree(process.pid), sig)
+        elif target == "group":  # the JVM and Spark's Python processes too, were they in it
+            os.killpg(process.pid, sig)
+        else:
             process.send_signal(sig)
+        if sig != signal.SIGKILL:
             assert process.wait(timeout=120) == 0, (work / "run.log").read_text()
     finally:
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+            _signal(_process_tree(process.pid), signal.SIGKILL)
             process.wait(timeout=60)
         log.close()
     if sig != signal.SIGKILL:
@@ -120,5 +157,6 @@ def test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run(spark, tmp_
 
     assert got[0] == expected[0]          # every group's last snapshot
     assert got[1] == expected[1]          # every rebalance / membership event, once
+    assert restore_view(MonitorView(), str(work / "history")) == len(expected[1])
     assert got[2] == expected[2]          # exporter counters: rebalances, moved, histogram counts
     assert got[3] == expected[3]          # records counted once each

@@ -17,10 +17,11 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from typing import Iterator, Mapping
 
 from streaming.errors import UserError
-from streaming.cli.commands.signals import stop_on_signals
+from streaming.cli.commands.signals import spark_outside_the_process_group, stop_on_signals
 from streaming.config import CONFIG_PATH_VARIABLE, ENV_PREFIX, Config, load_config
 
 DEMO_DEFAULTS = {
@@ -111,7 +112,8 @@ class Demo:
         view = RebalanceLogView(view_settings(config), clock=self.feed.clock)
         if self.spark is None:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            self.spark = build_spark(config)
+            with spark_outside_the_process_group():
+                self.spark = build_spark(config)
         self.spark.sparkContext.setLogLevel("ERROR")  # keep Spark's warnings off the screen
         self.job = Job(config, spark=self.spark, view=view,
                        source_df=feed_dataframe(self.spark, config, self.feed),
@@ -135,11 +137,17 @@ class Demo:
 
     def failure(self) -> str | None:
         """Why the demo cannot go on, if it cannot."""
+        from py4j.protocol import Py4JError
+
         if self.feed is not None and self.feed.error is not None:
             return f"the simulator failed: {self.feed.error}"
         query = self.job.query if self.job is not None else None
-        if query is not None and not query.isActive:
-            error = query.exception()
+        try:
+            active = query is None or query.isActive
+            error = None if active else query.exception()
+        except (Py4JError, OSError) as exc:
+            return f"lost the Spark JVM: {exc}"
+        if not active:
             if error is None:
                 return "the streaming query stopped"
             first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
@@ -162,7 +170,15 @@ class Demo:
         if self.feed is not None:
             self.feed.stop()
         if self._own_spark and self.spark is not None:
-            self.spark.stop()
+            from py4j.protocol import Py4JError
+
+            # The JVM may be gone already: a service manager signals every process at once.
+            try:
+                with warnings.catch_warnings():  # PySpark's own warning that it is gone
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    self.spark.stop()
+            except (Py4JError, OSError):
+                pass
             self.spark = None
 
 
@@ -172,7 +188,10 @@ def run(args: argparse.Namespace, spark=None, stop: threading.Event | None = Non
     work_dir = tempfile.mkdtemp(prefix="groupscope-demo-") if own_dir else args.workdir
     failed = False
     try:
-        os.makedirs(work_dir, exist_ok=True)
+        try:
+            os.makedirs(work_dir, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"demo work directory {work_dir}: {exc.strerror or exc}") from None
         config = demo_config(args, work_dir)
         log_path = os.path.join(work_dir, "demo.log")
         try:
@@ -183,8 +202,6 @@ def run(args: argparse.Namespace, spark=None, stop: threading.Event | None = Non
             if args.view:
                 raise UserError(f"{exc} (Spark's log: {log_path})") from None
             raise
-    except OSError as exc:
-        raise UserError(f"demo work directory {work_dir}: {exc.strerror or exc}") from None
     finally:
         if own_dir and not failed:
             shutil.rmtree(work_dir, ignore_errors=True)
@@ -197,9 +214,9 @@ def _run_demo(args: argparse.Namespace, config: Config, work_dir: str, spark,
 
     print(f"groupscope demo: starting Spark and the simulator ({config.simulator.scenario}) ...",
           flush=True)
+    stop = stop_on_signals(stop or threading.Event())  # a stop asked for while Spark starts too
     demo = Demo(config, work_dir, spark=spark).start()
-    # After Spark's start: its SparkContext installs a SIGINT handler of its own.
-    stop = stop_on_signals(stop or threading.Event())
+    stop_on_signals(stop)  # again: Spark's SparkContext installs a SIGINT handler of its own
     try:
         print(f"metrics: {demo.metrics_url()}", flush=True)
         screen = TerminalView(demo.view, demo.title) if args.view else None
@@ -217,11 +234,13 @@ def _run_until(demo: Demo, screen, stop: threading.Event, deadline: float | None
         if screen is not None and now >= next_draw:
             screen.draw()
             next_draw = now + screen.interval_s
+        # The stop first: a failure once it was asked for is the stop's (Spark's JVM and
+        # workers may have had the same signal).
+        if stop.is_set() or (deadline is not None and now >= deadline):
+            return
         problem = demo.failure()
         if problem is not None:
             raise DemoFailed(problem)
-        if stop.is_set() or (deadline is not None and now >= deadline):
-            return
         stop.wait(STOP_POLL_S)
 
 

@@ -10,7 +10,7 @@ import os
 import threading
 
 from streaming.errors import UserError
-from streaming.cli.commands.signals import stop_on_signals
+from streaming.cli.commands.signals import spark_outside_the_process_group, stop_on_signals
 from streaming.config import load_config
 
 
@@ -47,7 +47,8 @@ def run(args) -> int:
         job = Job(config)
         stop_job = job.stop
         try:
-            job.start()
+            with spark_outside_the_process_group():
+                job.start()
         except OSError as exc:  # e.g. the exporter's port is taken
             raise UserError(f"cannot start: {exc}") from None
     stop_on_signals(stop)  # again: starting Spark replaced the SIGINT handler
