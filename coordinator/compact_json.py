@@ -3,7 +3,7 @@ way to the driver.
 
 orjson writes the same bytes as `json.dumps(value, separators=(",", ":"), ensure_ascii=False)`
 (but for the exponent of tiny floats: 1e-7 against 1e-07, read back the same; checked in
-tests/test_compact_json.py) at a tenth of the CPU, and reads at a third. A group touched by a
+tests/unit/test_compact_json.py) at a tenth of the CPU, and reads at a third. A group touched by a
 micro-batch crosses it four times: state read and written, snapshot written and read, about
 200 us with the standard library and 45 us with orjson. Values orjson refuses (integers beyond
 64 bits, say) go through the standard library.

@@ -1,4 +1,5 @@
-"""Which `__consumer_offsets` partition holds a group (spec §10)."""
+"""Which `__consumer_offsets` partition holds a group: `abs(String.hashCode(group)) % partitions`,
+as Kafka's `GroupCoordinatorService.partitionFor` computes it."""
 from __future__ import annotations
 
 _MIN_INT = -(1 << 31)

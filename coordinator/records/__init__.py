@@ -1,4 +1,4 @@
-"""The `__consumer_offsets` record codec (decoded-form.md).
+"""The `__consumer_offsets` record codec (its shapes: docs/contracts.md, "Record").
 
     decode(key, value) -> Record        encode(record_or_dict) -> (key, value)
 """

@@ -53,8 +53,9 @@ def _decode(key: bytes, value: bytes | None) -> Record:
         raise DecodeError("key is shorter than its int16 record type", reason="truncated")
     t = _I16.unpack_from(key)[0]
     if len(key) == 4 and (t == 1 or t == 0):
-        # a transaction marker leaked by a read_uncommitted client (spec §9): 4 bytes can never
-        # be an offset-commit key (that needs at least 2+2+2+4)
+        # a transaction marker leaked by a read_uncommitted client (a control record's key is
+        # int16 version + int16 type, 0 ABORT / 1 COMMIT): 4 bytes can never be an offset-commit
+        # key (that needs at least 2+2+2+4)
         raise DecodeError("control record key (transaction marker), not an offset commit",
                           reason="control_record", record_type=t)
     layout = KEYS.get(t)
@@ -94,11 +95,12 @@ def _decode_value(t: int, value: bytes) -> tuple[dict, bytes]:
         if pos == len(value):
             return d, b""
         if not layout.flexible:
-            # Choice: spec §3 says extra bytes after a non-flexible value are a warning, not an
-            # error, and we follow it. The vectors' notes do not contradict it: the values they
-            # mark malformed (Burrow's "v4" without a tag section, Franz's cut-off v1) are
-            # truncations and still raise. The bytes ride along in Record.trailing (and
-            # Record.warnings) so that encode(record) reproduces the input.
+            # Choice: extra bytes after a non-flexible value are a warning, not an error, as a
+            # forward-compatible reader treats them (older and non-Java encoders add some). The
+            # vectors' notes do not contradict it: the values they mark malformed (Burrow's "v4"
+            # without a tag section, Franz's cut-off v1) are truncations and still raise. The
+            # bytes ride along in Record.trailing (and Record.warnings) so that encode(record)
+            # reproduces the input.
             return d, value[pos:]
         first_error = first_error or DecodeError(
             f"{len(value) - pos} trailing byte(s) after the value", reason="trailing_bytes")

@@ -1,4 +1,4 @@
-"""Adds the decoded consumer protocol to classic group-metadata members (decoded-form.md).
+"""Adds the decoded consumer protocol to classic group-metadata members (docs/contracts.md).
 
 `coordinator.protocol` is imported lazily: it is an optional refinement of the record, and a
 member whose bytes do not decode simply goes without the `*_decoded` keys.

@@ -1,5 +1,6 @@
-"""The record tables: one layout per (record type, value version), written from
-consumer-offsets.md (§4, §6, §7, §8). Field names are the canonical snake_case names.
+"""The record tables: one layout per (record type, value version), after Kafka's message schemas
+(the group coordinator's `*Key.json` / `*Value.json`, and the hand-written schemas of older
+releases). Field names are the canonical snake_case names.
 
 `VALUES[type][version]` is a tuple of candidate layouts, newest first. Several candidates exist
 only where Kafka changed a layout without changing the version number (3.7 early-access KIP-848
@@ -85,7 +86,7 @@ def _member(version: int) -> Struct:
 
 def _group_value(version: int) -> Struct:
     # protocol/leader: nullable in every version (0.9/0.10.0 declared them non-null, but -1 is
-    # accepted everywhere, spec §4.4)
+    # accepted everywhere)
     fields = [("protocol_type", STRING), ("generation", INT32), ("protocol", NSTRING),
               ("leader", NSTRING)]
     if version >= 2:

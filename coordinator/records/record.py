@@ -1,4 +1,4 @@
-"""The decoded record: a frozen dataclass whose dicts are the canonical form (decoded-form.md)."""
+"""The decoded record: a frozen dataclass whose dicts are the canonical form (docs/contracts.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,8 +14,8 @@ class Record:
     key: dict
     value: dict | None
     # Bytes found after the last known field of a NON-flexible value (types 0-2, v0-v3).
-    # Spec §3 asks readers to accept them as a warning; we keep them so that encode(rec) still
-    # reproduces the input. They are not part of the canonical dict.
+    # Readers accept them with a warning (forward compatibility); we keep them so that
+    # encode(rec) still reproduces the input. They are not part of the canonical dict.
     trailing: bytes = field(default=b"", compare=False, repr=False)
 
     @property

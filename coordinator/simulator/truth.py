@@ -1,8 +1,9 @@
 """The simulator's ground truth: what really happened, to score estimators against.
 
 Times are wall-clock ms (the scenario's `start_ms` plus simulated time). A rebalance here is what
-monitor-semantics.md calls one: classic, one stored generation step; KIP-848, from the first group
-epoch bump of a converged group until every member is STABLE at the target assignment epoch.
+the monitor reports as one (coordinator/state/estimator.py): classic, one stored generation
+step; KIP-848, from the first group epoch bump of a converged group until every member is
+STABLE at the target assignment epoch.
 """
 from __future__ import annotations
 

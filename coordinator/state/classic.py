@@ -1,4 +1,4 @@
-"""Classic groups: GroupMetadataValue records (type 2, spec §4.4, §5).
+"""Classic groups: GroupMetadataValue records (type 2, with the embedded member protocols).
 
 Kafka writes a group's metadata when a rebalance completes (the leader's SyncGroup is stored),
 an Empty snapshot (no members, generation bumped) when the last member leaves, and a tombstone

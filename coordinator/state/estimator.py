@@ -13,7 +13,7 @@ superseded by those and drop out; the Java client restarts its heartbeat and aut
 when a join completes, so the members' periodic commits come in step and would otherwise look
 like a burst themselves.
 
-Start estimator (monitor-semantics.md, "Rebalances"), in order of preference:
+Start estimator, in order of preference:
 
 1. ``commit_burst``: take every partition's last commit of generation N-1 (after the previous
    group-metadata record) up to the anchor (`current_state_timestamp` when known, else `end`) and

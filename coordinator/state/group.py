@@ -154,7 +154,8 @@ class GroupState:
         return True
 
     def state_name(self) -> str:
-        """The group state as Kafka reports it (spec §6.9, §7, §8)."""
+        """The group state as Kafka reports it; for KIP-848 and streams groups derived from the
+        epochs, as Kafka's `ConsumerGroup.maybeUpdateGroupState` does."""
         if self.dead:
             return "Dead"
         if self.group_type == CLASSIC:

@@ -1,8 +1,8 @@
-"""KIP-848 consumer groups, KIP-932 share groups and KIP-1071 streams groups (spec §6-§8).
+"""KIP-848 consumer groups, KIP-932 share groups and KIP-1071 streams groups (record types 3-23).
 
 The records are upserts keyed by their key (group metadata, member metadata, target assignment,
 current assignment, ...), tombstones delete. The group's state is derived from the epochs exactly
-as Kafka's `maybeUpdateGroupState` does (§6.9, `GroupState.state_name`). A rebalance starts at the
+as Kafka's `maybeUpdateGroupState` does (`GroupState.state_name`). A rebalance starts at the
 record that bumps the group epoch past the last converged epoch and ends at the first record after
 which every member's current assignment is at the group epoch with state STABLE: both exact.
 """

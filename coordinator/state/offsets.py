@@ -1,11 +1,11 @@
-"""Committed offsets: commits, tombstones and transactional commits (spec §2.4, §4.2, §9).
+"""Committed offsets: commits, tombstones and transactional commits.
 
 Two ways to feed transactional commits:
 
 * read_committed delivery (what groupscope's source does): the consumer of `__consumer_offsets`
   reads with isolation.level=read_committed, so aborted transactional records never arrive and
   committed ones arrive in log order. Applying every record as it comes gives the broker's result
-  (spec §9: a later non-transactional commit overrides an earlier transactional one, and vice versa).
+  (a later non-transactional commit overrides an earlier transactional one, and vice versa).
 * raw delivery: the caller passes `producer_id` / `is_transactional` with each record and hands
   control markers to `apply_control`. Transactional commits then wait, per producer, for their
   COMMIT marker and take effect only if no committed entry exists or the pending entry sits later

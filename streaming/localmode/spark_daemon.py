@@ -26,7 +26,7 @@ import os
 import sys
 from typing import Callable
 
-# Settings that keep the imports below thread-free (checked in tests/test_spark_daemon.py).
+# Settings that keep the imports below thread-free (checked in tests/spark/test_spark_daemon.py).
 THREAD_FREE_ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "JE_ARROW_MALLOC_CONF": "background_thread:false",

@@ -8,7 +8,7 @@ by the next commit of the same partition), the group's position in `__consumer_o
 other record of that group separates (a "run", in the order the state stage applies records:
 by offsets-topic partition, then offset), only the last commit of each (partition of
 `__consumer_offsets`, topic, partition, topic id) changes anything. Keeping exactly those gives
-the same states and the same events (tests/test_commit_compaction.py checks this against the
+the same states and the same events (tests/unit/test_commit_compaction.py checks this against the
 reducer), and shrinks the shuffle and the state stage's input by the number of commits per
 partition in a batch.
 

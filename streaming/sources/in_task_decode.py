@@ -7,7 +7,7 @@ records, on the Arrow batches the reader has just built. The JVM then receives o
 survives decoding: while the job catches up, about one row in twenty (each partition is committed
 many times within a task's range). With a separate stage the JVM would turn every raw record from
 Arrow into a row, back into Arrow for the decode worker, and the output into rows again. Same
-function, same rows out (tests/test_in_task_decode.py); only where it runs differs.
+function, same rows out (tests/broker/test_in_task_decode.py); only where it runs differs.
 
 `groupscope-kafka` and `groupscope-replay` keep Spark's Kafka source schema for any other use;
 the formats here are what the job reads.

@@ -41,7 +41,7 @@ def expected_value(vec: dict) -> dict | None:
         return None
     value = {"version": vec["value_version"]}
     for k, v in snake_tree(fields).items():
-        # type 16's `Version` would collide with the value version (decoded-form.md)
+        # type 16's `Version` would collide with the value version: canonically `metadata_version`
         value["metadata_version" if k == "version" and vec["type"] == 16 else k] = v
     if vec.get("unknown_tagged_fields"):
         value["unknown_tagged_fields"] = [{"tag": u["tag"], "data": u["data_hex"]}

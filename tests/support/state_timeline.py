@@ -2,7 +2,7 @@
 
 Records are written as canonical dicts, encoded to bytes with the codec and decoded back, so the
 reducer sees exactly what the Spark job will hand it. The helpers mirror what Kafka's group
-coordinator writes (spec §4, §6, §9).
+coordinator writes (classic and KIP-848 records, transactional commits).
 """
 from __future__ import annotations
 

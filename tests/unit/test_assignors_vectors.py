@@ -1,8 +1,8 @@
 """Every case of tests/data/kafka-assignors.jsonl: outcomes of Kafka's own assignor classes.
 
 Range and RoundRobin lists are compared in order (ours reproduce Kafka's list order); the
-sticky family and the server assignors are compared as sets per member, as the README of the
-vectors advises. Cooperative-sticky cases also replay the follow-up round (`final_result`).
+sticky family and the server assignors are compared as sets per member, as tests/data/README.md
+advises. Cooperative-sticky cases also replay the follow-up round (`final_result`).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""partition_for against the check table of consumer-offsets.md §10 (Java String.hashCode)."""
+"""partition_for against check values computed with Java's String.hashCode on OpenJDK 17."""
 from __future__ import annotations
 
 import pytest

@@ -1,13 +1,17 @@
-"""The README a newcomer reads first stays true to the code."""
+"""The README a newcomer reads first, and the docs it leads to, stay true to the code."""
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
-from pathlib import Path
+
+import pytest
+
 from tests.support.paths import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+CONFIG_DOC = ROOT / "docs" / "configuration.md"
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def test_opens_with_the_two_setup_commands():
@@ -20,20 +24,19 @@ def test_opens_with_the_two_setup_commands():
 def test_config_table_matches_the_code():
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "config_table.py"), "--check"],
                             cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, "README's config table is stale: run scripts/config_table.py"
+    assert result.returncode == 0, "docs/configuration.md's key table is stale: " \
+                                   "run scripts/config_table.py"
 
 
-def test_every_config_key_is_in_the_readme():
-    from streaming.config import defaults_table
-
-    for key, _default, _doc in defaults_table():
-        assert f"`{key}`" in README, key
+def test_the_readme_leads_to_the_configuration_reference():
+    assert "](docs/configuration.md)" in README
 
 
-def test_local_links_resolve():
-    for target in re.findall(r"\]\(([^)#]+)\)", README):
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+def test_local_links_resolve(document):
+    for target in re.findall(r"\]\(([^)#]+)\)", document.read_text(encoding="utf-8")):
         if "://" not in target:
-            assert (ROOT / target).exists(), target
+            assert (document.parent / target).exists(), f"{document.name}: {target}"
 
 
 def test_every_command_is_documented():
@@ -43,3 +46,9 @@ def test_every_command_is_documented():
     commands = next(a for a in parser._actions if a.dest == "command").choices
     for name in commands:
         assert f"groupscope {name}" in README, name
+
+
+def test_benchmark_commands_name_existing_benchmarks():
+    for document in (README, (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")):
+        for name in re.findall(r"python -m benchmarks\.(\w+)", document):
+            assert (ROOT / "benchmarks" / f"{name}.py").is_file(), name

@@ -161,7 +161,7 @@ def test_known_tag_with_a_payload_of_the_wrong_shape_is_kept_as_unknown():
 
 
 def test_trailing_bytes_after_a_non_flexible_value_are_a_warning():
-    # spec §3: accepted with a warning; the vectors' malformed values are all truncations, which raise
+    # forward compatibility: accepted with a warning; the vectors' malformed values are all truncations, which raise
     rec = decode(GOOD_KEY, V3 + b"\xde\xad")
     assert rec.value["offset"] == 100 and rec.warnings == ("trailing_bytes:2",)
     assert encode(rec) == (GOOD_KEY, V3 + b"\xde\xad")

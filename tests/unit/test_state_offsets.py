@@ -75,7 +75,7 @@ def test_read_committed_delivery_applies_records_in_log_order():
 
 
 class TestRawTransactions:
-    """Records delivered with their batch's producer id, and the control markers (spec §9)."""
+    """Records delivered with their batch's producer id, and the control markers (COMMIT / ABORT)."""
 
     def test_commit_marker_makes_pending_offsets_visible(self):
         store = GroupStore()
