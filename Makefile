@@ -2,6 +2,8 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The job's end-to-end tests: run a second time with local-mode tuning off.
+JOB_TESTS := tests/spark/test_job_replay.py tests/spark/test_job_restart.py tests/spark/test_job_stop.py tests/broker/test_job_kafka.py
 
 .PHONY: demo test check-java venv clean bench
 
@@ -25,6 +27,8 @@ test: check-java $(STAMP)
 	@bash scripts/ensure-promtool.sh
 	@bash scripts/fetch-jvm-deps.sh
 	$(PY) -m pytest -q
+	@echo "== the job's end-to-end tests again, without local-mode tuning (spark.local_tuning: off)"
+	GROUPSCOPE_SPARK__LOCAL_TUNING=off $(PY) -m pytest -q -p no:cacheprovider $(JOB_TESTS)
 
 # Each benchmark is a module of the package benchmarks/ (those named _* are helpers); some start Kafka.
 bench: check-java $(STAMP)
