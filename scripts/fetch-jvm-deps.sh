@@ -7,6 +7,8 @@
 #   SPARK_KAFKA_VERSION  spark-sql-kafka-0-10 version (default: the pyspark pin in pyproject.toml);
 #                        "none" skips it. A version Maven Central does not serve is a warning only:
 #                        no test needs the connector yet.
+#   HARNESS              "none" skips building the client harness (jvm/harness: real KafkaConsumers
+#                        for tests/broker/test_rebalance_truth.py and benchmarks/rebalance_truth.py)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache="$root/.cache"
@@ -27,7 +29,7 @@ fi
 
 mvn_q() {  # quiet, batch, repo-local repository (no ~/.m2 writes), failures shown in full
   local log; log=$(mktemp)
-  if mvn -B -q -f "$pom" -Dmaven.repo.local="$repo" "$@" >"$log" 2>&1; then rm -f "$log"; return 0; fi
+  if mvn -B -q -f "${MVN_POM:-$pom}" -Dmaven.repo.local="$repo" "$@" >"$log" 2>&1; then rm -f "$log"; return 0; fi
   cat "$log" >&2; rm -f "$log"; return 1
 }
 
@@ -77,5 +79,23 @@ if [ "$SPARK_KAFKA_VERSION" != none ]; then
       rm -rf "$dir"; touch "$miss"
       echo "spark-sql-kafka $SPARK_KAFKA_VERSION: WARNING Maven Central does not serve org.apache.spark:spark-sql-kafka-0-10_2.13:$SPARK_KAFKA_VERSION; skipped (set SPARK_KAFKA_VERSION to a served one, or none)" >&2
     fi
+  fi
+fi
+
+# The client harness is built, not fetched: its stamp holds a hash of its pom and sources, so an
+# edit rebuilds it and an unchanged tree is skipped. Offline first (-o: everything is usually in
+# .cache/maven/repository already), online only when a plugin or jar is missing.
+if [ "${HARNESS:-}" != none ]; then
+  hdir="$cache/harness"
+  sum=$(cd "$root/jvm/harness" && find pom.xml src -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)
+  if [ -f "$hdir/.built" ] && [ "$(cat "$hdir/.built")" = "$sum" ] && [ -f "$hdir/client-harness.jar" ]; then
+    echo "client harness: built in .cache/harness ($sum)"
+  else
+    rm -rf "$hdir"; start=$SECONDS
+    export MVN_POM="$root/jvm/harness/pom.xml"
+    mvn_q -o package 2>/dev/null || mvn_q package || { echo "client harness: build FAILED (see Maven's output above)" >&2; exit 1; }
+    unset MVN_POM
+    echo "$sum" >"$hdir/.built"
+    echo "client harness: built .cache/harness/client-harness.jar in $((SECONDS - start))s"
   fi
 fi

@@ -1,0 +1,300 @@
+package groupscope.harness;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * Many KafkaConsumers in one JVM, one thread each, reporting what they saw with this machine's
+ * clock as JSON lines on stdout. A Python driver (tests/support/client_harness.py) adds and removes
+ * consumers by writing commands on stdin, one per line:
+ *
+ *   add NAME       start a consumer with client.id NAME (and group.instance.id NAME with --static)
+ *   stop NAME      graceful close: commit, revoke, leave the group
+ *   kill NAME      close without leaving (REMAIN_IN_GROUP): the coordinator notices only when the
+ *                  session expires, as after a crash (the close still commits, a crash would not)
+ *   quit           stop every consumer gracefully, then exit
+ *
+ * Every line has "t" (epoch ms), "c" (consumer name) and "ev". Events: subscribed, joined (the first
+ * poll that sees a generation or member epoch), revoked,
+ * assigned, lost (with "gen", the generation or KIP-848 member epoch the consumer had, "member",
+ * and "parts"), closing, closed, and every --sample-ms a "sample" with the coordinator metrics and
+ * per-partition processing figures since the previous sample (reset after each).
+ */
+public final class ClientHarness {
+    private static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+    // The consumer's own view of its rebalances, as exposed in consumer.metrics().
+    private static final String COORDINATOR_GROUP = "consumer-coordinator-metrics";
+    private static final List<String> COORDINATOR_METRICS = List.of(
+            "rebalance-latency-avg", "rebalance-latency-max", "rebalance-latency-total",
+            "rebalance-total", "last-rebalance-seconds-ago", "assigned-partitions",
+            "failed-rebalance-total");
+
+    private final Map<String, String> options;
+    private final Map<String, Member> members = new ConcurrentHashMap<>();
+
+    private ClientHarness(Map<String, String> options) {
+        this.options = options;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> options = new HashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
+        }
+        for (String required : List.of("bootstrap", "topic", "group")) {
+            if (!options.containsKey(required)) {
+                System.err.println("usage: ClientHarness --bootstrap H:P --topic T --group G [--protocol classic|consumer]"
+                        + " [--assignor A] [--static true] [--session-ms N] [--heartbeat-ms N]"
+                        + " [--auto-commit-ms N] [--max-poll-records N] [--max-poll-interval-ms N]"
+                        + " [--sample-ms N] [--slow-ms N]");
+                System.exit(2);
+            }
+        }
+        new ClientHarness(options).readCommands();
+    }
+
+    private void readCommands() throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        emit("harness", "ready", "");
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] words = line.trim().split("\\s+");
+            if (words.length == 0 || words[0].isEmpty()) continue;
+            if (words[0].equals("quit")) break;
+            if (words.length < 2) continue;
+            String name = words[1];
+            switch (words[0]) {
+                case "add" -> members.computeIfAbsent(name, n -> new Member(n, options)).start();
+                case "stop" -> retire(name, false);
+                case "kill" -> retire(name, true);
+                default -> emit("harness", "unknown-command", ",\"line\":" + quote(line));
+            }
+        }
+        // End of input or quit: every consumer leaves, so the JVM exits on its own.
+        List<Member> left = new ArrayList<>(members.values());
+        left.forEach(m -> m.stop(false));
+        for (Member m : left) m.thread.join(60_000);
+        emit("harness", "exit", "");
+        OUT.flush();
+        System.exit(0);
+    }
+
+    private void retire(String name, boolean abrupt) {
+        Member m = members.remove(name);
+        // No join: a command to stop fifty consumers stops them together, as a scale-down does.
+        // Each reports "closed" when done; the driver waits for that before reusing the name.
+        if (m != null) m.stop(abrupt);
+    }
+
+    /** One consumer and the thread that polls it. */
+    private static final class Member implements ConsumerRebalanceListener {
+        final String name;
+        final KafkaConsumer<byte[], byte[]> consumer;
+        final Thread thread;
+        final String topic;
+        final long sampleMs;
+        final long slowMs;
+        volatile boolean abrupt;
+        volatile boolean stopping;
+        boolean joined;
+        // partition -> {messages, waited > slowMs, max wait ms, first and last processing ms}
+        final Map<Integer, long[]> window = new TreeMap<>();
+
+        Member(String name, Map<String, String> options) {
+            this.name = name;
+            this.topic = options.get("topic");
+            this.sampleMs = Long.parseLong(options.getOrDefault("sample-ms", "1000"));
+            this.slowMs = Long.parseLong(options.getOrDefault("slow-ms", "3000"));
+            this.consumer = new KafkaConsumer<>(config(name, options));
+            this.thread = new Thread(this::run, "consumer-" + name);
+        }
+
+        static Properties config(String name, Map<String, String> o) {
+            Properties p = new Properties();
+            p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, o.get("bootstrap"));
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, o.get("group"));
+            // client.id is how groupscope's member list (client_id) is matched to our names.
+            p.put(ConsumerConfig.CLIENT_ID_CONFIG, name);
+            p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+            p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+            p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+            p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
+            p.put(ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, o.getOrDefault("auto-commit-ms", "5000"));
+            p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, o.getOrDefault("max-poll-records", "500"));
+            p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, o.getOrDefault("max-poll-interval-ms", "300000"));
+            String protocol = o.getOrDefault("protocol", "classic");
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+            String assignor = o.get("assignor");
+            if (protocol.equals("classic")) {
+                // The consumer protocol takes these from the broker; the client rejects them there.
+                p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, o.getOrDefault("session-ms", "45000"));
+                p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, o.getOrDefault("heartbeat-ms", "3000"));
+                if (assignor != null) p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, classicAssignor(assignor));
+            } else if (assignor != null) {
+                p.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, assignor);
+            }
+            if (Boolean.parseBoolean(o.getOrDefault("static", "false"))) {
+                p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, name);
+            }
+            return p;
+        }
+
+        static String classicAssignor(String shortName) {
+            return switch (shortName) {
+                case "range" -> "org.apache.kafka.clients.consumer.RangeAssignor";
+                case "roundrobin" -> "org.apache.kafka.clients.consumer.RoundRobinAssignor";
+                case "sticky" -> "org.apache.kafka.clients.consumer.StickyAssignor";
+                case "cooperative-sticky" -> "org.apache.kafka.clients.consumer.CooperativeStickyAssignor";
+                default -> shortName;  // a class name
+            };
+        }
+
+        void start() {
+            if (!thread.isAlive() && !stopping) thread.start();
+        }
+
+        void stop(boolean abrupt) {
+            this.abrupt = abrupt;
+            stopping = true;
+            consumer.wakeup();  // the one consumer method that is safe from another thread
+        }
+
+        void run() {
+            consumer.subscribe(List.of(topic), this);
+            emit(name, "subscribed", "");
+            long nextSample = System.currentTimeMillis() + sampleMs;
+            try {
+                while (!stopping) {
+                    for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100))) {
+                        process(r);
+                    }
+                    // The first poll that sees a generation / member epoch: the join as this
+                    // consumer saw it (KIP-848 has no join phase that a callback would mark).
+                    if (!joined && generation() > 0) {
+                        joined = true;
+                        emit(name, "joined", ",\"gen\":" + generation());
+                    }
+                    long now = System.currentTimeMillis();
+                    if (now >= nextSample) {
+                        sample();
+                        nextSample = now + sampleMs;
+                    }
+                }
+            } catch (WakeupException e) {
+                // stop() woke the poll: fall through to close
+            } catch (RuntimeException e) {
+                emit(name, "error", ",\"error\":" + quote(e.toString()));
+            }
+            sample();
+            emit(name, "closing", ",\"abrupt\":" + abrupt);
+            CloseOptions how = CloseOptions.groupMembershipOperation(abrupt
+                    ? CloseOptions.GroupMembershipOperation.REMAIN_IN_GROUP
+                    : CloseOptions.GroupMembershipOperation.DEFAULT);
+            try {
+                consumer.close(how.withTimeout(Duration.ofSeconds(30)));
+            } catch (RuntimeException e) {
+                emit(name, "error", ",\"error\":" + quote(e.toString()));
+            }
+            emit(name, "closed", "");
+        }
+
+        void process(ConsumerRecord<byte[], byte[]> r) {
+            long now = System.currentTimeMillis();
+            long wait = now - r.timestamp();  // produced on this machine: same clock
+            long[] s = window.computeIfAbsent(r.partition(), p -> new long[] {0, 0, 0, now, now});
+            s[0]++;
+            if (wait > slowMs) s[1]++;
+            s[2] = Math.max(s[2], wait);
+            s[4] = now;
+        }
+
+        void sample() {
+            StringBuilder b = new StringBuilder(",\"gen\":").append(generation()).append(",\"metrics\":{");
+            String sep = "";
+            for (Map.Entry<MetricName, ? extends Metric> e : consumer.metrics().entrySet()) {
+                MetricName m = e.getKey();
+                if (!m.group().equals(COORDINATOR_GROUP) || !COORDINATOR_METRICS.contains(m.name())) continue;
+                Object v = e.getValue().metricValue();
+                if (!(v instanceof Number n) || Double.isNaN(n.doubleValue()) || Double.isInfinite(n.doubleValue())) continue;
+                b.append(sep).append(quote(m.name())).append(':').append(n.doubleValue());
+                sep = ",";
+            }
+            b.append("},\"parts\":{");
+            sep = "";
+            for (Map.Entry<Integer, long[]> e : window.entrySet()) {
+                long[] s = e.getValue();
+                b.append(sep).append('"').append(e.getKey()).append("\":[")
+                        .append(s[0]).append(',').append(s[1]).append(',').append(s[2]).append(',')
+                        .append(s[3]).append(',').append(s[4]).append(']');
+                sep = ",";
+            }
+            window.clear();
+            emit(name, "sample", b.append('}').toString());
+        }
+
+        int generation() {
+            try {
+                return consumer.groupMetadata().generationId();
+            } catch (RuntimeException e) {  // not in a group (yet, or any more)
+                return -1;
+            }
+        }
+
+        void callback(String event, Collection<TopicPartition> partitions) {
+            StringBuilder b = new StringBuilder(",\"gen\":").append(generation())
+                    .append(",\"member\":").append(quote(consumer.groupMetadata().memberId()))
+                    .append(",\"parts\":[");
+            String sep = "";
+            for (TopicPartition tp : partitions) {
+                b.append(sep).append(tp.partition());
+                sep = ",";
+            }
+            emit(name, event, b.append(']').toString());
+        }
+
+        @Override public void onPartitionsRevoked(Collection<TopicPartition> partitions) { callback("revoked", partitions); }
+        @Override public void onPartitionsAssigned(Collection<TopicPartition> partitions) { callback("assigned", partitions); }
+        @Override public void onPartitionsLost(Collection<TopicPartition> partitions) { callback("lost", partitions); }
+    }
+
+    /** One JSON line; `rest` is either empty or starts with a comma. */
+    static void emit(String consumer, String event, String rest) {
+        String line = "{\"t\":" + System.currentTimeMillis() + ",\"c\":" + quote(consumer) + ",\"ev\":\"" + event + "\"" + rest + "}";
+        synchronized (OUT) {
+            OUT.println(line);
+            OUT.flush();
+        }
+    }
+
+    static String quote(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char ch : s.toCharArray()) {
+            if (ch == '"' || ch == '\\') b.append('\\').append(ch);
+            else if (ch < 0x20) b.append(String.format("\\u%04x", (int) ch));
+            else b.append(ch);
+        }
+        return b.append('"').toString();
+    }
+}

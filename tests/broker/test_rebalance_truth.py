@@ -1,0 +1,153 @@
+"""groupscope's rebalance figures against what real Java consumers saw with their own clocks.
+
+10 partitions, 4 consumers, a fifth joins; once per strategy (the four classic client-side
+assignors and KIP-848's two server-side ones), all six groups at once on their own topics while one
+`groupscope run` watches them. The clients (jvm/harness, driven by tests/support/client_harness.py)
+report every revocation and assignment; from those come the truth: which partitions changed owner,
+who owns what afterwards, and when the rebalance started (the first revocation or the newcomer's
+join) and ended (the last assignment).
+
+Classic members heartbeat every 200 ms here: a join leaves no trace in `__consumer_offsets` until
+the existing members hear of it at their next heartbeat (coordinator/state/estimator.py), so the
+heartbeat interval bounds what groupscope cannot see of the start.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streaming.job.history import read_history
+from tests.support.client_harness import (STRATEGIES, ClientHarness, ClientLog, HarnessConfig,
+                                          strategy_name)
+from tests.support.groupscope_job import start_groupscope_job
+from tests.support.kafka_broker import create_topic
+
+PARTITIONS = 10
+FIRST = ("c1", "c2", "c3", "c4")
+NEWCOMER = "c5"
+RATE_PER_TOPIC = 40   # messages/s: every member has something to commit
+
+
+def _settled(log: ClientLog, members: tuple[str, ...], quiet_ms: int = 2_000) -> bool:
+    """Every member owns some partitions, together all of them, and no callback for `quiet_ms`."""
+    now = time.time() * 1000
+    owners = log.owners_at(now)
+    covered = sorted(p for c in members for p in owners.get(c, ()))
+    last = max((e["t"] for e in log.callbacks()), default=now)
+    return covered == list(range(PARTITIONS)) and all(owners.get(c) for c in members) \
+        and now - last >= quiet_ms
+
+
+def _wait(predicate: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.25)
+
+
+def _drive(harness: ClientHarness) -> tuple[float, float]:
+    """Four consumers settle, a fifth joins and the five settle; returns (join, settled) times (ms)."""
+    harness.add(*FIRST)
+    _wait(lambda: _settled(harness.log(), FIRST), 90, f"{harness.config.group}: first four never settled")
+    joined_ms = time.time() * 1000
+    harness.add(NEWCOMER)
+    _wait(lambda: _settled(harness.log(), FIRST + (NEWCOMER,)), 90,
+          f"{harness.config.group}: five never settled")
+    return joined_ms, time.time() * 1000
+
+
+def _produce(bootstrap: str, topics: list[str], stop: threading.Event) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20)
+    n = 0
+    try:
+        while not stop.is_set():
+            for topic in topics:
+                producer.send(topic, value=b"x", partition=n % PARTITIONS)
+            n += 1
+            time.sleep(1.0 / RATE_PER_TOPIC)
+    finally:
+        producer.close()
+
+
+def _groupscope_rebalances(history: str, group: str, since_ms: float) -> list[dict[str, Any]]:
+    return [row["payload"] for row in read_history(history, "events", group=group)
+            if row["kind"] == "rebalance" and row["payload"]["end_ms"] >= since_ms]
+
+
+def _groupscope_owners(snapshot: dict[str, Any]) -> dict[str, set[int]]:
+    return {m["client_id"]: {p for _t, p in m["assigned"]} for m in snapshot["members"]}
+
+
+def _await_assignments(job, final: dict[str, dict[str, set[int]]],
+                       timeout_s: float = 60) -> dict[str, dict[str, set[int]]]:
+    """groupscope's per-member assignment of each group (by client id) once it equals the clients'
+    (it has then read the rebalance), or as it stands after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        snapshots = job.snapshots()
+        seen = {g: _groupscope_owners(snapshots.get(g, {"members": []})) for g in final}
+        if seen == final or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.5)
+
+
+@pytest.fixture()
+def job(broker, tmp_path):
+    running = start_groupscope_job(broker.bootstrap, tmp_path / "job")
+    yield running
+    running.stop()
+
+
+def test_rebalance_truth_every_strategy(broker, job, tmp_path: Path) -> None:
+    run = uuid.uuid4().hex[:6]
+    configs = {}
+    for protocol, assignor in STRATEGIES:
+        name = f"truth-{strategy_name(protocol, assignor)}-{run}"
+        create_topic(broker.bootstrap, name, PARTITIONS)
+        configs[name] = HarnessConfig(broker.bootstrap, name, name, protocol=protocol, assignor=assignor,
+                                      session_ms=6_000, heartbeat_ms=200, auto_commit_ms=1_000)
+    stop = threading.Event()
+    producer = threading.Thread(target=_produce, args=(broker.bootstrap, list(configs), stop), daemon=True)
+    producer.start()
+    harnesses = {g: ClientHarness(c, tmp_path / f"{g}.jsonl", heap_mb=192) for g, c in configs.items()}
+    try:
+        with ThreadPoolExecutor(len(harnesses)) as pool:
+            joined = dict(zip(harnesses, pool.map(_drive, harnesses.values())))
+        logs = {g: h.log() for g, h in harnesses.items()}
+        final = {g: logs[g].owners_at(joined[g][1]) for g in harnesses}
+        seen = _await_assignments(job, final)
+    finally:
+        stop.set()
+        for h in harnesses.values():
+            h.close()
+        producer.join(timeout=10)
+
+    failures = [f"{g}: groupscope's members own {seen[g]}, the clients {final[g]}"
+                for g in harnesses if seen[g] != final[g]]
+    for group, log in logs.items():
+        since, until = joined[group]
+        truth = log.rebalance_between(since, until, join_from_latency=configs[group].protocol == "classic")
+        ours = _groupscope_rebalances(job.history_path, group, since)
+        assert ours, f"{group}: groupscope reported no rebalance after the join"
+        moved = sorted({p for event in ours for _t, p in event["partitions_moved"]})
+        assert truth.moved, f"{group}: the clients saw no partition change owner when a fifth joined"
+        if moved != sorted(truth.moved):
+            failures.append(f"{group}: moved {moved}, clients saw {sorted(truth.moved)}")
+        start, end = min(e["start_ms"] for e in ours), max(e["end_ms"] for e in ours)
+        duration = (end - start) / 1000.0
+        bound = 0.2 if configs[group].protocol == "consumer" else max(0.1 * truth.duration_s, 0.5)
+        print(f"{group}: moved {moved} (clients {sorted(truth.moved)}), duration {duration:.3f}s "
+              f"(clients {truth.duration_s:.3f}s), methods {[e['start_method'] for e in ours]}")
+        if abs(duration - truth.duration_s) > bound:
+            failures.append(f"{group}: duration {duration:.3f}s, clients {truth.duration_s:.3f}s "
+                            f"(bound {bound:.2f}s; events {[(e['start_method'], e['duration_seconds']) for e in ours]})")
+    assert not failures, "\n".join(failures)

@@ -1,0 +1,276 @@
+"""Driving jvm/harness (ClientHarness.java): many real Java KafkaConsumers per JVM, each
+reporting its rebalance callbacks, coordinator metrics and per-partition message waits with its
+own clock. Built by scripts/fetch-jvm-deps.sh into .cache/harness.
+
+`ClientHarness` starts one JVM for one group and scripts it (add / stop / kill consumers);
+`ClientLog` reads what the consumers reported and answers the questions the truth comparisons ask
+(who owns what after a moment, which partitions changed owner, when a rebalance started and ended
+as the clients saw it, how long messages waited).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from tests.support.kafka_broker import CACHE, JVM_FAST
+
+HARNESS_DIR = CACHE / "harness"
+MAIN_CLASS = "groupscope.harness.ClientHarness"
+CLASSIC_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+SERVER_ASSIGNORS = ("uniform", "range")
+# Strategy names used by the test and the benchmark: the classic assignors, then KIP-848's.
+STRATEGIES: tuple[tuple[str, str], ...] = (tuple(("classic", a) for a in CLASSIC_ASSIGNORS)
+                                           + tuple(("consumer", a) for a in SERVER_ASSIGNORS))
+
+
+def strategy_name(protocol: str, assignor: str) -> str:
+    return assignor if protocol == "classic" else f"kip848-{assignor}"
+
+
+def harness_classpath() -> str:
+    jar = HARNESS_DIR / "client-harness.jar"
+    if not jar.is_file():
+        raise RuntimeError(f"{jar} is missing: run scripts/fetch-jvm-deps.sh (it builds jvm/harness)")
+    return f"{jar}:{HARNESS_DIR / 'lib'}/*"
+
+
+@dataclass
+class HarnessConfig:
+    bootstrap: str
+    topic: str
+    group: str
+    protocol: str = "classic"          # classic | consumer (KIP-848)
+    assignor: str | None = None        # classic: CLASSIC_ASSIGNORS; consumer: SERVER_ASSIGNORS
+    static: bool = False               # group.instance.id = the consumer's name
+    session_ms: int = 10_000           # classic only: the consumer protocol takes the broker's
+    heartbeat_ms: int = 1_000          # classic only
+    auto_commit_ms: int = 5_000
+    max_poll_records: int = 500
+    max_poll_interval_ms: int = 300_000
+    sample_ms: int = 1_000
+    slow_ms: int = 3_000
+
+    def args(self) -> list[str]:
+        out = ["--bootstrap", self.bootstrap, "--topic", self.topic, "--group", self.group,
+               "--protocol", self.protocol, "--static", str(self.static).lower(),
+               "--session-ms", str(self.session_ms), "--heartbeat-ms", str(self.heartbeat_ms),
+               "--auto-commit-ms", str(self.auto_commit_ms), "--max-poll-records", str(self.max_poll_records),
+               "--max-poll-interval-ms", str(self.max_poll_interval_ms), "--sample-ms", str(self.sample_ms),
+               "--slow-ms", str(self.slow_ms)]
+        if self.assignor:
+            out += ["--assignor", self.assignor]
+        return out
+
+
+class ClientHarness:
+    """One harness JVM; its JSON lines go to `log_path` (a file, so a busy JVM never blocks on a
+    pipe the test is not reading)."""
+
+    def __init__(self, config: HarnessConfig, log_path: Path, heap_mb: int = 512) -> None:
+        self.config = config
+        self.log_path = log_path
+        self.running: set[str] = set()
+        with open(log_path, "ab") as out, open(log_path.with_suffix(".stderr"), "ab") as err:
+            # Serial GC and C1, as for the test broker: 2 cores shared by many JVMs.
+            self.process = subprocess.Popen(
+                ["java", *JVM_FAST, f"-Xmx{heap_mb}m", "-Xss512k", "-cp", harness_classpath(), MAIN_CLASS,
+                 *config.args()], stdin=subprocess.PIPE, stdout=out, stderr=err, text=True)
+        self._wait_for(lambda e: e["ev"] == "ready", 60, "harness start")
+
+    def _send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def _wait_for(self, match: Any, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if any(match(e) for e in self.log().events):
+                return
+            if self.process.poll() is not None:
+                raise RuntimeError(f"client harness exited ({self.process.returncode}) before {what}: "
+                                   f"{self.log_path.with_suffix('.stderr').read_text()[-2000:]}")
+            time.sleep(0.1)
+        raise TimeoutError(f"client harness: no {what} within {timeout_s}s")
+
+    def add(self, *names: str) -> None:
+        for name in names:
+            self._send(f"add {name}")
+            self.running.add(name)
+
+    def stop(self, *names: str) -> None:
+        """Graceful close: the consumers commit, revoke and leave the group."""
+        for name in names:
+            self._send(f"stop {name}")
+            self.running.discard(name)
+
+    def kill(self, *names: str) -> None:
+        """Close without leaving: the group waits for the session to expire."""
+        for name in names:
+            self._send(f"kill {name}")
+            self.running.discard(name)
+
+    def wait_closed(self, names: Iterable[str], timeout_s: float = 60) -> None:
+        wanted = set(names)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            closed = {e["c"] for e in self.log().events if e["ev"] == "closed"}
+            if wanted <= closed:
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"client harness: {sorted(wanted)} not closed within {timeout_s}s")
+
+    def log(self) -> "ClientLog":
+        return ClientLog.read(self.log_path)
+
+    def close(self, timeout_s: float = 60) -> None:
+        """Every consumer leaves (quit), then the JVM exits; killed if it does not."""
+        if self.process.poll() is None:
+            try:
+                self._send("quit")
+                self.process.stdin.close()  # type: ignore[union-attr]
+                self.process.wait(timeout=timeout_s)
+            except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+@dataclass
+class Rebalance:
+    """What the clients went through between two moments (see `ClientLog.rebalance_between`)."""
+
+    start_ms: int
+    end_ms: int
+    generations: list[int]
+    moved: dict[int, tuple[str, str]] = field(default_factory=dict)   # partition -> (from, to): "name#start"
+    owners: dict[str, set[int]] = field(default_factory=dict)          # after it, by consumer name
+
+    @property
+    def duration_s(self) -> float:
+        return (self.end_ms - self.start_ms) / 1000.0
+
+
+@dataclass
+class ClientLog:
+    events: list[dict[str, Any]]
+
+    @classmethod
+    def read(cls, path: Path) -> "ClientLog":
+        events = []
+        if path.exists():
+            for line in path.read_text(errors="replace").splitlines():
+                if line.startswith("{"):
+                    try:
+                        events.append(json.loads(line))
+                    except json.JSONDecodeError:
+                        pass   # a line being written
+        # Threads stamp their lines before taking the output lock: restore time order.
+        events.sort(key=lambda e: e["t"])
+        return cls(events)
+
+    def callbacks(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["ev"] in ("revoked", "assigned", "lost")]
+
+    def owners_at(self, when_ms: float, incarnations: bool = False) -> dict[str, set[int]]:
+        """Who owned which partitions at `when_ms`, replaying the callbacks (eager assignors
+        revoke everything and assign the full set; cooperative ones revoke and add increments).
+        With `incarnations`, a consumer restarted under the same name counts as another member
+        (it is one to the group: a new member id): keys become "name#n", n its starts so far."""
+        owned: dict[str, set[int]] = {}
+        starts: dict[str, int] = {}
+        for e in self.events:
+            if e["t"] > when_ms:
+                break
+            if e["ev"] == "subscribed":
+                starts[e["c"]] = starts.get(e["c"], 0) + 1
+            if e["ev"] == "assigned":
+                owned.setdefault(e["c"], set()).update(e["parts"])
+            elif e["ev"] in ("revoked", "lost"):
+                owned.setdefault(e["c"], set()).difference_update(e["parts"])
+            elif e["ev"] == "closed":
+                owned.pop(e["c"], None)
+        alive = self._alive_at(when_ms)
+        return {f"{c}#{starts.get(c, 0)}" if incarnations else c: parts
+                for c, parts in owned.items() if parts or c in alive}
+
+    def _alive_at(self, when_ms: float) -> set[str]:
+        alive: set[str] = set()
+        for e in self.events:
+            if e["t"] > when_ms:
+                break
+            if e["ev"] == "subscribed":
+                alive.add(e["c"])
+            elif e["ev"] == "closed":
+                alive.discard(e["c"])
+        return alive
+
+    def rebalance_between(self, since_ms: float, until_ms: float, join_from_latency: bool) -> Rebalance:
+        """The rebalance(s) the clients went through in (since_ms, until_ms], as one: from the first
+        sign (a revocation or loss, a consumer joining or closing) to the last assignment callback;
+        moved and owners compare the assignments at both ends.
+
+        A joining consumer's sign is, with `join_from_latency` (classic), when it began joining by
+        its own clock: its first assignment minus the rebalance-latency-max it sampled next (the
+        classic consumer measures that from the start of its join; its start-up before the
+        JoinGroup is left out); else (KIP-848) its first poll holding a member epoch: the group
+        knows of a member from its first heartbeat, not from its subscribe call."""
+        window = [e for e in self.events if since_ms < e["t"] <= until_ms]
+        assigned = [e for e in window if e["ev"] == "assigned"]
+        if not assigned:
+            raise ValueError(f"no assignment callback in ({since_ms}, {until_ms}]")
+        signs = [e["t"] for e in window if e["ev"] in ("revoked", "lost", "closing")]
+        for e in window:
+            if e["ev"] == "subscribed" and join_from_latency:
+                signs.append(self._join_ms(e, window))
+            elif e["ev"] == "joined" and not join_from_latency:
+                signs.append(e["t"])
+        moved = moved_partitions(self.owners_at(since_ms, incarnations=True),
+                                 self.owners_at(until_ms, incarnations=True))
+        return Rebalance(int(min(signs, default=assigned[0]["t"])), max(e["t"] for e in assigned),
+                         sorted({e["gen"] for e in assigned}), moved, self.owners_at(until_ms))
+
+    @staticmethod
+    def _join_ms(subscribed: dict[str, Any], window: list[dict[str, Any]]) -> float:
+        mine = [e for e in window if e["c"] == subscribed["c"] and e["t"] >= subscribed["t"]]
+        first = next((e for e in mine if e["ev"] == "assigned"), None)
+        if first is None:
+            return subscribed["t"]
+        sample = next((e for e in mine if e["ev"] == "sample" and e["t"] >= first["t"]
+                       and "rebalance-latency-max" in e["metrics"]), None)
+        if sample is None:
+            return subscribed["t"]
+        return max(subscribed["t"], first["t"] - sample["metrics"]["rebalance-latency-max"])
+
+    def waits(self, since_ms: float, until_ms: float) -> dict[int, dict[str, int]]:
+        """Per partition, over samples taken in [since_ms, until_ms]: messages processed, how many
+        waited longer than the harness's --slow-ms, and the longest wait (ms)."""
+        out: dict[int, dict[str, int]] = {}
+        for e in self.events:
+            if e["ev"] != "sample" or not since_ms <= e["t"] <= until_ms:
+                continue
+            for p, (n, slow, max_wait, _first, _last) in e["parts"].items():
+                acc = out.setdefault(int(p), {"messages": 0, "slow": 0, "max_wait_ms": 0})
+                acc["messages"] += n
+                acc["slow"] += slow
+                acc["max_wait_ms"] = max(acc["max_wait_ms"], max_wait)
+        return out
+
+    def latest_metrics(self) -> dict[str, dict[str, float]]:
+        """Each consumer's last sampled coordinator metrics (rebalance-latency-avg/max/total, ...)."""
+        out: dict[str, dict[str, float]] = {}
+        for e in self.events:
+            if e["ev"] == "sample" and e["metrics"]:
+                out[e["c"]] = e["metrics"]
+        return out
+
+
+def moved_partitions(before: dict[str, set[int]], after: dict[str, set[int]]) -> dict[int, tuple[str, str]]:
+    """Partitions whose owner differs between two assignments (by consumer name): partition ->
+    (old owner, new owner). A partition nobody owned before does not count as moved."""
+    old = {p: c for c, parts in before.items() for p in parts}
+    new = {p: c for c, parts in after.items() for p in parts}
+    return {p: (old[p], c) for p, c in sorted(new.items()) if p in old and old[p] != c}

@@ -1,0 +1,105 @@
+"""groupscope run as users run it: `.venv/bin/groupscope run -c <yaml>` in a subprocess, against a
+real broker's `__consumer_offsets`, scraped over HTTP like Prometheus does.
+
+The history is written as JSON lines with `snapshot_interval: 0`, so every group a micro-batch
+touches gets a snapshot: the per-member assignment (not a metric series, only a count is) is read
+from there.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streaming.job.history import latest_snapshots, read_history
+from tests.support.kafka_broker import REPO_ROOT, free_port
+from tests.support.scrape_support import parse, scrape
+
+GROUPSCOPE = REPO_ROOT / ".venv" / "bin" / "groupscope"
+CLUSTER = "parity"
+
+Samples = dict[str, dict[frozenset, float]]
+
+
+@dataclass
+class GroupscopeJob:
+    process: subprocess.Popen
+    port: int
+    workdir: Path
+
+    @property
+    def history_path(self) -> str:
+        return str(self.workdir / "history")
+
+    def log(self) -> str:
+        return (self.workdir / "job.log").read_text(errors="replace")
+
+    def scrape(self) -> Samples:
+        return parse(scrape(self.port)[1])
+
+    def snapshots(self) -> dict[str, dict[str, Any]]:
+        """The latest snapshot of every group in the job's history (the job's own reading of the
+        group's state, members with their partitions included)."""
+        return dict(latest_snapshots(read_history(self.history_path, "snapshots")))
+
+    def caught_up(self, samples: Samples) -> bool:
+        """The job has read `__consumer_offsets` to the end it last saw."""
+        progress = samples.get("groupscope_offsets_topic_lag", {})
+        ready = samples.get("groupscope_ready", {}).get(frozenset({("cluster", CLUSTER)}))
+        return ready == 1 and bool(progress) and all(v == 0 for v in progress.values())
+
+    def stop(self) -> None:
+        """SIGTERM (the job's clean stop), SIGKILL after 30 s."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def _config(bootstrap: str, workdir: Path, port: int) -> str:
+    return f"""cluster: {{name: {CLUSTER}}}
+source: {{bootstrap_servers: "{bootstrap}"}}
+checkpoint: {{path: "{workdir / 'checkpoint'}"}}
+history: {{path: "{workdir / 'history'}", format: json, snapshot_interval: 0s}}
+exporter: {{listen: "127.0.0.1:{port}"}}
+lag: {{poll_interval: 1s}}
+trigger: {{interval: 0.5s}}
+groups: {{dead_grace: 1h}}
+"""
+
+
+def start_groupscope_job(bootstrap: str, workdir: Path, timeout_s: float = 120.0) -> GroupscopeJob:
+    """Start the job on `bootstrap` and wait until it serves `/metrics` (on a new broker
+    `__consumer_offsets` appears only with the first group, so readiness is checked later, at
+    each quiet point: `caught_up`)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    config = workdir / "groupscope.yaml"
+    config.write_text(_config(bootstrap, workdir, port))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPSCOPE_")}
+    with open(workdir / "job.log", "ab") as log:
+        process = subprocess.Popen([str(GROUPSCOPE), "run", "-c", str(config)], cwd=workdir,
+                                   stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=env)
+    job = GroupscopeJob(process, port, workdir)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"groupscope run exited with {process.returncode}:\n{job.log()[-3000:]}")
+        try:
+            if scrape(port)[0] == 200:
+                return job
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        time.sleep(0.5)
+    job.stop()
+    raise RuntimeError(f"groupscope run not ready in {timeout_s}s:\n{job.log()[-3000:]}")
