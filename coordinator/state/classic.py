@@ -97,7 +97,7 @@ def _previous_generation(state: GroupState) -> tuple[int | None, dict[str, Any]]
     baseline = state.baseline   # converted from a KIP-848 group: its last converged assignment
     if baseline is None:
         return None, {}
-    return baseline["epoch"], {mid: {tuple(tp) for tp in tps} for mid, tps in baseline["owners"].items()}
+    return baseline["epoch"], state.baseline_owners()
 
 
 def apply_group_metadata(state: GroupState, value: dict[str, Any], pos: Position, ctx: Context,
@@ -144,8 +144,14 @@ def apply_group_metadata(state: GroupState, value: dict[str, Any], pos: Position
                                    state.current_state_ts, prev_end, max(timeouts, default=None))
     sync = None if state.current_state_ts is None else (pos.timestamp_ms - state.current_state_ts) / 1000.0
     events.extend(complete_rebalance(state, pos, ctx, old_owners, prev_generation or 0, start, method, sync,
-                                     protocol))
+                                     protocol, all_stalled=_eager(protocol_type, members)))
     _track_released(state, old_owners)
+
+
+def _eager(protocol_type: str, members: dict[str, Any]) -> bool:
+    """An eager consumer rebalance: members revoke everything before rejoining, so none lists owned
+    partitions in its subscription (cooperative members list what they keep; KIP-429)."""
+    return protocol_type == "consumer" and not any(m["extra"].get("owned_partitions") for m in members.values())
 
 
 def _track_released(state: GroupState, old_owners: dict[str, Any]) -> None:

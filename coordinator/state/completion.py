@@ -19,14 +19,16 @@ def last_commit_ms(state: GroupState, topic: str, partition: int) -> int | None:
 def complete_rebalance(state: GroupState, pos: Position, ctx: Context, old_owners: dict[str, Any],
                        from_generation: int, start_ms: int, start_method: str, sync_seconds: float | None,
                        protocol: str | None,
-                       handovers: Iterable[tuple[str, int, float]] | None = None) -> list[Event]:
+                       handovers: Iterable[tuple[str, int, float]] | None = None,
+                       all_stalled: bool = False) -> list[Event]:
     """The rebalance event ending at `pos` (also recorded as the group's last rebalance) followed
     by one `rebalance_downtime` event per moved partition.
 
     `handovers` lists (topic, partition, downtime seconds) measured as the partitions changed
     hands (KIP-848); None means they changed hands at `pos` (classic: the generation's record),
     where the moved partitions are measured, counting those a member gave up in an earlier
-    rebalance (`state.released`) as well.
+    rebalance (`state.released`) as well, and with `all_stalled` (an eager rebalance) the kept
+    partitions too.
     """
     new_owners = state.owners()
     to_generation = state.generation if state.group_type == "classic" else state.group_epoch
@@ -49,8 +51,9 @@ def complete_rebalance(state: GroupState, pos: Position, ctx: Context, old_owner
     event = pos.event(REBALANCE, state.group, **fields)
     state.last_rebalance = event.to_dict()
     if handovers is None:
+        stalled = fields["partitions_moved"] + (fields["partitions_kept"] if all_stalled else [])
         handovers = [(t, p, downtime_seconds(last_commit_ms(state, t, p), pos.timestamp_ms))
-                     for t, p in fields["partitions_moved"]]
+                     for t, p in sorted(stalled)]
     events = [event]
     for topic, partition, seconds in handovers:
         if seconds is not None:

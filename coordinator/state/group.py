@@ -40,7 +40,7 @@ _SLOTS = (
     # committed offsets and transactions
     "offsets", "log_positions", "pending_txn", "graveyard",
     # rebalance tracking
-    "generation_ts", "baseline", "in_progress", "last_rebalance", "released",
+    "generation_ts", "baseline", "in_progress", "last_rebalance", "released", "leave_start_ms",
 )
 
 # Fields whose dicts are keyed by (topic, partition) and need flattening for JSON.
@@ -86,6 +86,9 @@ class GroupState:
         # Partitions a member gave up that nobody owns yet -> that member (classic: by topic name;
         # KIP-848: by topic id), to measure their downtime when someone else gets them.
         self.released: dict[tuple[str, int], str] = {}
+        # KIP-848: when a member that is leaving gracefully stopped consuming (its closing commit),
+        # until the epoch bump its leave causes starts the rebalance (modern.py).
+        self.leave_start_ms: int | None = None
 
     # ----- views -----------------------------------------------------------------------------
 
@@ -140,6 +143,15 @@ class GroupState:
     def owners_snapshot(self) -> dict[str, list[list]]:
         """`owners()` in JSON-able form (sorted [topic, partition] lists)."""
         return {mid: sorted([t, p] for t, p in tps) for mid, tps in self.owners().items()}
+
+    def baseline_owners(self) -> dict[str, set[tuple[str, int]]]:
+        """The rebalance baseline's owners, named with the topic names known now. A KIP-848
+        baseline keeps topic ids: a topic's name is often learnt (from the group's first commit)
+        after the assignment it is compared with was taken, and ids named at different times would
+        not match."""
+        if self.baseline is None:
+            return {}
+        return {mid: {tuple(tp) for tp in self.named(tps)} for mid, tps in self.baseline["owners"].items()}
 
     def converged(self) -> bool:
         """KIP-848/share/streams: every member reconciled to the target of the current group epoch

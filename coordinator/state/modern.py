@@ -12,7 +12,7 @@ from typing import Any
 
 from coordinator.state.completion import complete_rebalance, last_commit_ms
 from coordinator.state.context import Context
-from coordinator.state.estimator import downtime_seconds
+from coordinator.state.estimator import downtime_seconds, leave_start
 from coordinator.state.events import GROUP_EMPTIED, MEMBER_JOINED, MEMBER_LEFT, Event, Position
 from coordinator.state.group import (CONSUMER, SHARE, STABLE, STREAMS, STREAMS_STABLE, GroupState,
                                      server_assignor)
@@ -37,8 +37,16 @@ def _pairs(items: list[dict[str, Any]] | None, id_field: str) -> list[list]:
 
 # ----- one handler per record kind ---------------------------------------------------------------
 
+def _created_here(state: GroupState) -> bool:
+    """The group's first epoch record follows its first member's record in the same write, before
+    any assignment (its epoch is not always 1: Kafka 4.4 starts at 2). A group met mid-life in a
+    compacted log shows its members' assignments or several members first."""
+    return (state.baseline is None and state.group_epoch == 0 and state.assignment_epoch is None
+            and not state.current and not state.target and len(state.modern_members) <= 1)
+
+
 def _group_metadata(state: GroupState, value: dict[str, Any]) -> None:
-    if state.baseline is None and state.group_epoch == 0 and value["epoch"] == 1:
+    if _created_here(state):
         state.baseline = {"epoch": 0, "owners": {}}   # the group is being created before our eyes
     state.group_epoch = value["epoch"]
     state.metadata_hash = value.get("metadata_hash")
@@ -158,6 +166,8 @@ def apply_modern(state: GroupState, rtype: int, key: dict[str, Any], value: dict
             if state.group_type != STREAMS:
                 _remember_topic_names(state, ctx, book[member_id]["assigned"] + book[member_id].get("pending", []))
         if kind == "current" and state.group_type == CONSUMER:
+            if value is None and old is not None:   # a leave writes this tombstone first
+                _note_leave(state, old, pos)
             _track_handovers(state, member_id, old, book.get(member_id), pos)
     elif kind == "regex":
         regex = key["regular_expression"]
@@ -210,6 +220,8 @@ def _member_record(state: GroupState, member_id: str, value: dict[str, Any] | No
         state.target.pop(member_id, None)
         current = state.current.pop(member_id, None)
         if current is not None and state.group_type == CONSUMER:
+            _note_leave(state, current, pos)
+        if current is not None and state.group_type == CONSUMER:
             _track_handovers(state, member_id, current, None, pos)
         if meta is not None:
             events.append(pos.event(MEMBER_LEFT, state.group, member_id=member_id, client_id=meta["client_id"],
@@ -226,8 +238,24 @@ def _member_record(state: GroupState, member_id: str, value: dict[str, Any] | No
     state.modern_members[member_id] = meta
 
 
+def _note_leave(state: GroupState, current: dict[str, Any], pos: Position) -> None:
+    """A member's assignment is removed: when it left gracefully, its closing commit is where the
+    rebalance its leave causes starts (estimator.leave_start). A rebalance already under way
+    started earlier."""
+    if state.in_progress is not None:
+        return
+    _, held = _held(current)
+    commits = [last_commit_ms(state, state.topic_name(t), p) for t, p in held]
+    start = leave_start([ts for ts in commits if ts is not None], pos.timestamp_ms)
+    if start is not None:
+        state.leave_start_ms = start if state.leave_start_ms is None else min(state.leave_start_ms, start)
+
+
 def _snapshot(state: GroupState) -> dict[str, Any]:
-    return {"epoch": state.group_epoch, "owners": state.owners_snapshot()}
+    # By topic id (or task id), as in the records: named when compared (GroupState.baseline_owners).
+    return {"epoch": state.group_epoch,
+            "owners": {mid: sorted(state.current[mid]["assigned"]) if mid in state.current else []
+                       for mid in state.modern_members}}
 
 
 def _track_rebalance(state: GroupState, pos: Position, ctx: Context, events: list[Event]) -> None:
@@ -237,14 +265,17 @@ def _track_rebalance(state: GroupState, pos: Position, ctx: Context, events: lis
         state.in_progress = None
         state.baseline = {"epoch": state.group_epoch, "owners": {}}
         state.released = {}
+        state.leave_start_ms = None
         return
     baseline = state.baseline
     if state.in_progress is None and baseline is not None and state.group_epoch > baseline["epoch"]:
-        state.in_progress = {"start_ms": pos.timestamp_ms, "from_epoch": baseline["epoch"]}
+        start = pos.timestamp_ms if state.leave_start_ms is None else min(pos.timestamp_ms, state.leave_start_ms)
+        state.in_progress = {"start_ms": start, "from_epoch": baseline["epoch"]}
+        state.leave_start_ms = None
     if not state.converged():
         return
     if state.in_progress is not None:
-        old = {mid: {tuple(tp) for tp in tps} for mid, tps in baseline["owners"].items()}
+        old = state.baseline_owners()
         events.extend(complete_rebalance(state, pos, ctx, old, state.in_progress["from_epoch"],
                                          state.in_progress["start_ms"], "exact", None,
                                          server_assignor(state.member_views()),

@@ -95,7 +95,8 @@ def test_join_rebalance_uses_the_commit_burst_and_measures_downtime_of_moved_par
     assert leave["duration_seconds"] == pytest.approx(1.2)
     assert leave["members_left"] == ["B"] and leave["partitions_moved"] == [["orders", 2], ["orders", 3]]
 
-    downtime = by_name(events, "rebalance_downtime")
+    # range is eager: kept partitions stall too and get their own downtime (estimator.py)
+    downtime = [d for d in by_name(events, "rebalance_downtime") if d["partition_id"] in (2, 3)]
     # moved at generation 2: last commits 12.5 s (A's burst), handed over by the 14.1 s record;
     # moved back at generation 3: last commits 30.5 s (B's burst before leaving), record at 31.2 s
     assert downtime[0] == {"event": "rebalance_downtime", "group": G, "timestamp_ms": 14_100,
