@@ -64,15 +64,25 @@ def with_log_config(spark_conf: Mapping[str, str]) -> dict[str, str]:
     return {**spark_conf, "spark.driver.extraJavaOptions": f"{option} {user}".strip()}
 
 
+def submitted_master() -> str | None:
+    """The master spark-submit was given (its JVM, already running, holds it)."""
+    from pyspark import SparkConf
+
+    return SparkConf().get("spark.master", None)
+
+
 def build_spark(config: Config, extra_conf: dict[str, str] | None = None):
     """A SparkSession for the job; `extra_conf` goes after the job's settings and before the
     user's `spark.conf`."""
     from pyspark.sql import SparkSession
 
-    own_master = bool(config.spark.master) and not os.environ.get("SPARK_ENV_LOADED")
+    submitted = bool(os.environ.get("SPARK_ENV_LOADED"))  # set by spark-submit's scripts
+    own_master = bool(config.spark.master) and not submitted
     local = own_master and config.spark.master.startswith("local")
+    # The settings follow the master the job runs on: under spark-submit, its --master.
+    master = submitted_master() if submitted else config.spark.master
     builder = SparkSession.builder.appName(config.spark.app_name)
-    for key, value in {**job_spark_conf(config.spark.master), **(extra_conf or {})}.items():
+    for key, value in {**job_spark_conf(master), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     if own_master:
         builder = builder.master(config.spark.master)

@@ -1,0 +1,210 @@
+"""groupscope on a real Spark standalone cluster (a master and two workers on 127.0.0.1, from the
+installed PySpark), run as users run it: `spark-submit --deploy-mode client deploy/groupscope/
+launch.py run -c <config>`, against the real Kafka broker's `__consumer_offsets` written by real
+consumer groups. One worker is SIGKILLed (with its executor) while commits are still arriving;
+Spark reruns the lost tasks on the other worker, and once caught up the job's group series must
+equal those of a local-mode run (`groupscope run`, `spark.master: local[2]`) of the same topic.
+"""
+from __future__ import annotations
+
+import time
+import urllib.error
+import uuid
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from tests.support.groupscope_job import (CLUSTER, GroupscopeJob, Samples, _config,
+                                          start_groupscope_job)
+from tests.support.kafka_broker import CACHE, REPO_ROOT, create_topic, free_port, produce_raw
+from tests.support.scrape_support import scrape
+from tests.support.spark_cluster import (SparkCluster, spark_cluster, spark_submit_command,
+                                         start_submitted, stop_submitted)
+
+LAUNCH = REPO_ROOT / "deploy" / "groupscope" / "launch.py"
+KAFKA_JARS = CACHE / f"spark-kafka-{pyspark.__version__}" / "jars"
+PARTITIONS = 4
+RECORDS = 40  # per partition of the consumed topic; every committed offset stays below
+STANDALONE_GROUPS = 5
+ROUNDS_BEFORE, ROUNDS_DURING = 3, 12
+ROUND_PAUSE_S = 0.5
+KILL_AFTER_ROUND = 4  # of the rounds made while the job runs
+# The series of group state; process and timing series (batch durations, end-offset ages,
+# lag in seconds) differ between any two runs and are left out.
+GROUP_SERIES = ("kafka_consumergroup_info", "kafka_consumergroup_generation",
+                "kafka_consumergroup_members", "kafka_consumergroup_member_assigned_partitions",
+                "kafka_consumergroup_committed_offset", "kafka_consumergroup_commit_timestamp_seconds",
+                "kafka_consumergroup_lag", "kafka_consumergroup_topic_lag",
+                "kafka_consumergroup_group_lag", "kafka_consumergroup_group_max_lag")
+
+PROGRESS_SERIES = ("groupscope_offsets_topic_lag", "groupscope_ready")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with spark_cluster(workers=2, cores=1, memory="1g") as running:
+        yield running
+
+
+class Committers:
+    """Real consumer groups on one topic: STANDALONE_GROUPS groups committing without membership
+    (assign + commit) and one subscribed member, all through kafka-python, so every record in
+    `__consumer_offsets` is one the group coordinator wrote."""
+
+    def __init__(self, bootstrap: str, prefix: str) -> None:
+        from kafka import KafkaConsumer, TopicPartition
+
+        self.bootstrap, self.prefix = bootstrap, prefix
+        self.topic = f"{prefix}-orders"
+        create_topic(bootstrap, self.topic, PARTITIONS)
+        produce_raw(bootstrap, self.topic, [(p, None, b"r%d" % i, int(time.time() * 1000))
+                                            for p in range(PARTITIONS) for i in range(RECORDS)])
+        self.tps = [TopicPartition(self.topic, p) for p in range(PARTITIONS)]
+        self.standalone = []
+        for g in range(STANDALONE_GROUPS):
+            consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=f"{prefix}-solo-{g}",
+                                     enable_auto_commit=False)
+            consumer.assign(self.tps)
+            self.standalone.append(consumer)
+        self.member = KafkaConsumer(self.topic, bootstrap_servers=bootstrap,
+                                    group_id=f"{prefix}-member", enable_auto_commit=False,
+                                    client_id=f"{prefix}-member-client")
+        deadline = time.monotonic() + 30
+        while not self.member.assignment():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the subscribed consumer got no assignment in 30 s")
+            self.member.poll(timeout_ms=200)
+        self.rounds = 0
+
+    @property
+    def groups(self) -> list[str]:
+        return [f"{self.prefix}-solo-{g}" for g in range(STANDALONE_GROUPS)] + [f"{self.prefix}-member"]
+
+    def commit_round(self) -> None:
+        """Every group commits a new offset on every partition (each group its own)."""
+        from kafka.structs import OffsetAndMetadata
+
+        self.rounds += 1
+        for g, consumer in enumerate([*self.standalone, self.member]):
+            offsets = {tp: OffsetAndMetadata(min(RECORDS, self.rounds + g + tp.partition), "", -1)
+                       for tp in self.tps if g < STANDALONE_GROUPS or tp in self.member.assignment()}
+            consumer.commit(offsets)
+
+    def close(self) -> None:
+        for consumer in [*self.standalone, self.member]:
+            consumer.close(autocommit=False)
+
+
+def group_series(samples: Samples, groups: list[str]) -> dict[str, dict[frozenset, float]]:
+    wanted = set(groups)
+    return {name: {labels: value for labels, value in samples.get(name, {}).items()
+                   if dict(labels).get("group") in wanted}
+            for name in GROUP_SERIES}
+
+
+def submit_job(cluster: SparkCluster, bootstrap: str, workdir: Path, source_type: str,
+               jars: list[Path]) -> GroupscopeJob:
+    """`spark-submit` (client mode) of the job with the same configuration the local run has;
+    `source.type` through its GROUPSCOPE_ variable."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    config = workdir / "groupscope.yaml"
+    config.write_text(_config(bootstrap, workdir, port))
+    env = {**cluster.env, "GROUPSCOPE_SOURCE__TYPE": source_type}
+    command = spark_submit_command(cluster, LAUNCH, ["run", "-c", str(config)], jars=jars,
+                                   quick_jvms=True)
+    process = start_submitted(command, env, workdir, workdir / "job.log")
+    return GroupscopeJob(process, port, workdir)
+
+
+def wait_until(what: str, check, job: GroupscopeJob, timeout_s: float, cluster: SparkCluster):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if job.process.poll() is not None:
+            raise AssertionError(f"the spark-submit job exited with {job.process.returncode} "
+                                 f"while waiting for {what}:\n{job.log()[-4000:]}")
+        try:
+            result = check()
+            if result:
+                return result
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"{what}: not within {timeout_s}s\njob log:\n{job.log()[-4000:]}\n"
+                         f"{cluster.logs()}")
+
+
+def kafka_source_jars() -> list[Path]:
+    if not KAFKA_JARS.is_dir():
+        pytest.skip(f"Spark's Kafka connector for PySpark {pyspark.__version__} is not in "
+                    f"{KAFKA_JARS} (Maven Central serves none for this version; "
+                    f"scripts/fetch-jvm-deps.sh fetches it when it does)")
+    return sorted(KAFKA_JARS.glob("*.jar"))
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("source_type", ["kafka-python", "kafka"])
+def test_cluster_job_survives_a_lost_worker_and_equals_local_mode(cluster, broker, tmp_path,
+                                                                  source_type):
+    jars = kafka_source_jars() if source_type == "kafka" else []
+    cluster.restore_workers()  # an earlier test of the module killed one
+    prefix = f"cl-{uuid.uuid4().hex[:6]}"
+    committers = Committers(broker.bootstrap, prefix)
+    job = local = None
+    try:
+        for _ in range(ROUNDS_BEFORE):
+            committers.commit_round()
+        job = submit_job(cluster, broker.bootstrap, tmp_path / "cluster", source_type, jars)
+        # The local run starts meanwhile, and reads the same commits as they come.
+        local = start_groupscope_job(broker.bootstrap, tmp_path / "local")
+        wait_until("the cluster job's /healthz", lambda: scrape(job.port, "/healthz")[0] == 200,
+                   job, 180, cluster)
+        assert all(cluster.executors_of(i) for i in range(2)), \
+            f"the job should run an executor on each worker\n{cluster.logs()}"
+
+        for done in range(1, ROUNDS_DURING + 1):
+            committers.commit_round()
+            if done == KILL_AFTER_ROUND:
+                cluster.kill_worker(1)
+            time.sleep(ROUND_PAUSE_S)
+        wait_until("the master to drop the killed worker", lambda: cluster.alive_workers() == 1,
+                   job, 60, cluster)
+        assert not cluster.executors_of(1)
+
+        final = {}
+
+        def both_caught_up_and_equal() -> bool:
+            ours, theirs = job.scrape(), local.scrape()
+            final["cluster"], final["local"] = (group_series(s, committers.groups)
+                                                for s in (ours, theirs))
+            final["progress"] = {name: {metric: sorted((dict(k).get("partition"), v)
+                                                       for k, v in s.get(metric, {}).items() if v)
+                                        for metric in PROGRESS_SERIES}
+                                 for name, s in (("cluster", ours), ("local", theirs))}
+            return (job.caught_up(ours) and local.caught_up(theirs)
+                    and final["cluster"] == final["local"])
+
+        try:
+            wait_until("the cluster job's group series to equal the local run's",
+                       both_caught_up_and_equal, job, 120, cluster)
+        except AssertionError as failure:
+            diff = {name: (final["cluster"].get(name), final["local"].get(name))
+                    for name in GROUP_SERIES if final["cluster"].get(name) != final["local"].get(name)}
+            raise AssertionError(f"{failure}\ndiffering series (cluster, local): {diff}\n"
+                                 f"progress (non-zero): {final.get('progress')}") from None
+
+        offsets = final["cluster"]["kafka_consumergroup_committed_offset"]
+        # The last round, made after the worker was killed, is what both runs show.
+        assert offsets[frozenset({("cluster", CLUSTER), ("group", f"{prefix}-solo-0"),
+                                  ("topic", committers.topic), ("partition", "0")})] == \
+            min(RECORDS, committers.rounds)
+        assert len(final["cluster"]["kafka_consumergroup_info"]) == len(committers.groups)
+        members = final["cluster"]["kafka_consumergroup_members"]
+        assert members[frozenset({("cluster", CLUSTER), ("group", f"{prefix}-member")})] == 1
+    finally:
+        if local is not None:
+            local.stop()
+        if job is not None:
+            stop_submitted(job.process)
+        committers.close()
