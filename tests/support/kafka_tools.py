@@ -76,10 +76,14 @@ def parse_tables(stdout: str) -> list[dict[str, str]]:
         cells = line.split()
         # the coordinator cell "host:port  (id)" splits in two: join it back
         for i in range(len(cells) - 1, 0, -1):
-            if re.fullmatch(r"\(\d+\)", cells[i]):
+            # (only in that table: 3.9 prints a one-partition assignment as "(0)")
+            if "COORDINATOR(ID)" in header and re.fullmatch(r"\(\d+\)", cells[i]):
                 cells[i - 1] += " " + cells.pop(i)
         if len(cells) == len(header) - 1 and "ASSIGNMENT-STRATEGY" in header:
             cells.insert(header.index("ASSIGNMENT-STRATEGY"), "-")  # an empty group has none
+        if len(cells) == len(header) - 1 and "GROUP-INSTANCE-ID" in header:
+            # 4.4 adds the column when some member is static; the others' cells are blank
+            cells.insert(header.index("GROUP-INSTANCE-ID"), "-")
         if len(cells) != len(header):
             raise ValueError(f"cannot align {cells} with header {header}")
         rows.append(dict(zip(header, cells)))
