@@ -1,0 +1,573 @@
+"""groupscope side by side with Burrow (LinkedIn's consumer-lag monitor, Debian's 1.2.1), on one
+real Kafka broker and the same commits (benchmarks/commit_load.py: made through the OffsetCommit
+API, so the broker writes `__consumer_offsets`). Prints figures; asserts nothing.
+
+Each system runs as its users run it: `groupscope run -c FILE` with the job's default settings
+(trigger, exporter, end-offset poller), and `Burrow -config-dir DIR` with its kafka cluster and
+consumer modules reading `__consumer_offsets` from the start and its in-memory storage. Burrow
+1.2 needs a ZooKeeper for its own coordination: one from Debian's `zookeeper` package runs beside
+it, counted apart. "Served" means: every group's every partition shows its final committed
+offset, in groupscope's /metrics (`kafka_consumergroup_committed_offset`) or in Burrow's
+`/v3/kafka/<cluster>/consumer/<group>`.
+
+Phases, in one run: launch to served after `--commits` and after `--commits-large` preloaded
+commits (CPU-seconds of the catch-up, then memory once settled: RSS, PSS summed over the process
+tree, process count); steady load at `--rate` commits/s for `--steady-seconds` (CPU-seconds per
+minute of each, groupscope's commit-to-exporter latency, scraped every `--scrape-interval`
+seconds); restart with the large checkpoint and `--restart-commits` new commits; memory growth
+per group-partition from `--groups` to `--groups-large` groups.
+
+Needs `apt-get install burrow zookeeper` for Burrow's side (the benchmark installs nothing; without
+/usr/bin/Burrow it measures groupscope alone).
+
+Usage (from the repository root; a quick run: --commits 200000 --commits-large 400000 --groups 500
+--groups-large 2000 --steady-seconds 20):
+    python -m benchmarks.burrow [--commits N] [--commits-large N] [--groups N] [--groups-large N]
+        [--partitions N] [--rate R] [--steady-seconds S] [--restart-commits N]
+        [--kafka-version V] [--settle S]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from benchmarks._process_cpu import tree_cpu_seconds
+from benchmarks.commit_load import (Connection, add_load_arguments, create_topics, final_offset,
+                                    group_name, group_request, preload, steady, topic_of)
+from tests.support.jvm_children import children_of
+from tests.support.kafka_broker import (DEFAULT_VERSION, JVM_FAST, KAFKA3_VERSION, REPO_ROOT,
+                                        free_port, start_kafka)
+
+BURROW = Path("/usr/bin/Burrow")  # Debian's package names the binary with a capital B
+ZOOKEEPER_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+GROUPSCOPE = REPO_ROOT / ".venv" / "bin" / "groupscope"
+CLUSTER = "bench"
+# Burrow 1.2.1's sarama knows Kafka versions up to 2.1.0; 2.0.0's requests (Fetch v8, ListOffsets
+# v2, Metadata v5, OffsetCommit not used) are all above what Kafka 4.0 removed (KIP-896).
+BURROW_KAFKA_VERSION = "2.0.0"
+PROBE = "import time;t=time.time();sum(i*i for i in range(10**7));print(round(time.time()-t,2))"
+
+Expected = Callable[[int], int]  # group number -> its last round
+
+
+def cpu_probe() -> str:
+    return subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True).stdout.strip()
+
+
+# -- process trees: CPU and memory ---------------------------------------------------------------
+
+def tree_pids(root: int) -> list[int]:
+    found, frontier = [root], [root]
+    while frontier:
+        children = list(children_of(frontier.pop(), ""))
+        found += children
+        frontier += children
+    return found
+
+
+@dataclass
+class Memory:
+    rss_mb: float
+    pss_mb: float
+    processes: int
+
+    def __str__(self) -> str:
+        return f"RSS {self.rss_mb:,.0f} MB, PSS {self.pss_mb:,.0f} MB, {self.processes} processes"
+
+
+def tree_memory(root: int) -> Memory:
+    """RSS and PSS summed over `root`'s process tree (/proc/<pid>/smaps_rollup)."""
+    rss = pss = 0
+    pids = tree_pids(root)
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+        except OSError:
+            continue
+    return Memory(rss / 1024, pss / 1024, len(pids))
+
+
+def _get(url: str, timeout: float = 30) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read()
+
+
+# -- the two systems ----------------------------------------------------------------------------
+
+class Monitor:
+    """A monitoring process under test: launch, offsets it serves, stop."""
+    name = ""
+    process: subprocess.Popen | None = None
+
+    def __init__(self, workdir: Path, bootstrap: str) -> None:
+        self.workdir, self.bootstrap = workdir, bootstrap
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+
+    def launch(self) -> None:
+        raise NotImplementedError
+
+    def unserved(self, groups: list[int], expected: Expected, partitions: int) -> list[int]:
+        """The groups in `groups` whose served offsets are not yet their final ones."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+    def cpu(self) -> float:
+        return tree_cpu_seconds(self.process.pid)
+
+    def memory(self) -> Memory:
+        return tree_memory(self.process.pid)
+
+    def log_tail(self) -> str:
+        path = self.workdir / f"{self.name}.log"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+    def _start(self, command: list[str]) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPSCOPE_")}
+        with open(self.workdir / f"{self.name}.log", "ab") as log:
+            self.process = subprocess.Popen(command, cwd=self.workdir, stdout=log,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            env=env)
+
+
+_SERIES = re.compile(r'^kafka_consumergroup_committed_offset\{([^}]*)\} (\S+)$', re.M)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def committed_offsets(text: str) -> dict[tuple[str, int], float]:
+    """(group, partition) -> committed offset, from an exposition's text."""
+    out = {}
+    for labels, value in _SERIES.findall(text):
+        found = dict(_LABEL.findall(labels))
+        out[(found["group"], int(found["partition"]))] = float(value)
+    return out
+
+
+class Groupscope(Monitor):
+    name = "groupscope"
+
+    def launch(self) -> None:
+        config = self.workdir / "groupscope.yaml"
+        # the job's defaults, except where it reads, listens and keeps its state
+        config.write_text(f"""cluster: {{name: {CLUSTER}}}
+source: {{bootstrap_servers: "{self.bootstrap}"}}
+checkpoint: {{path: "{self.workdir / 'checkpoint'}"}}
+history: {{path: "{self.workdir / 'history'}"}}
+exporter: {{listen: "127.0.0.1:{self.port}"}}
+""")
+        self._start([str(GROUPSCOPE), "run", "-c", str(config)])
+
+    def scrape(self) -> dict[tuple[str, int], float]:
+        try:
+            return committed_offsets(_get(f"http://127.0.0.1:{self.port}/metrics").decode())
+        except (urllib.error.URLError, ConnectionError, OSError):
+            return {}
+
+    def unserved(self, groups: list[int], expected: Expected, partitions: int) -> list[int]:
+        served = self.scrape()
+        return [g for g in groups if any(
+            served.get((group_name(g), p)) != final_offset(expected(g), p)
+            for p in range(partitions))]
+
+
+class Burrow(Monitor):
+    name = "burrow"
+
+    def __init__(self, workdir: Path, bootstrap: str, zookeeper: str) -> None:
+        super().__init__(workdir, bootstrap)
+        self.zookeeper = zookeeper
+
+    def launch(self) -> None:
+        servers = f'["{self.bootstrap}"]'
+        (self.workdir / "burrow.toml").write_text(f"""[general]
+pidfile="{self.workdir / 'burrow.pid'}"
+
+[logging]
+level="warn"
+
+[zookeeper]
+servers=["{self.zookeeper}"]
+timeout=6
+root-path="/burrow-{self.port}"
+
+[client-profile.bench]
+client-id="burrow-bench"
+kafka-version="{BURROW_KAFKA_VERSION}"
+
+[cluster.{CLUSTER}]
+class-name="kafka"
+servers={servers}
+client-profile="bench"
+topic-refresh=60
+offset-refresh=10
+
+[consumer.{CLUSTER}]
+class-name="kafka"
+cluster="{CLUSTER}"
+servers={servers}
+client-profile="bench"
+start-latest=false
+
+[httpserver.default]
+address="127.0.0.1:{self.port}"
+
+[storage.default]
+class-name="inmemory"
+workers=20
+intervals=10
+expire-group=604800
+min-distance=1
+
+[evaluator.default]
+class-name="caching"
+expire-cache=10
+""")
+        (self.workdir / "burrow.pid").unlink(missing_ok=True)
+        self._start([str(BURROW), "-config-dir", str(self.workdir)])
+
+    def offsets(self, group: str) -> dict[tuple[str, int], int] | None:
+        """(topic, partition) -> newest offset Burrow holds for `group`; None when unknown."""
+        try:
+            body = json.loads(_get(f"http://127.0.0.1:{self.port}/v3/kafka/{CLUSTER}/consumer/"
+                                   f"{group}"))
+        except (urllib.error.URLError, ConnectionError, OSError, ValueError):
+            return None
+        if body.get("error"):
+            return None
+        out = {}
+        for topic, partitions in (body.get("topics") or {}).items():
+            for p, partition in enumerate(partitions):
+                ring = [o["offset"] for o in (partition.get("offsets") or []) if o]
+                if ring:  # commits here only move forward, so the newest is the largest
+                    out[(topic, p)] = max(ring)
+        return out
+
+    def unserved(self, groups: list[int], expected: Expected, partitions: int) -> list[int]:
+        waiting = []
+        for n, g in enumerate(groups):
+            held = self.offsets(group_name(g))
+            if held is None or any(held.get((topic_of(g), p)) != final_offset(expected(g), p)
+                                   for p in range(partitions)):
+                waiting += [g] + groups[n + 1:] if held is None else [g]
+                if held is None:  # Burrow has not read this far: ask again next sweep
+                    break
+        return waiting
+
+
+class ZooKeeper:
+    """Debian's ZooKeeper on 127.0.0.1, data in a temporary directory (Burrow's coordination)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        data = workdir / "zookeeper"
+        data.mkdir(parents=True)
+        command = ["java", *JVM_FAST, "-Xmx128m", "-Dzookeeper.admin.enableServer=false",
+                   "-Dzookeeper.4lw.commands.whitelist=ruok", "-cp", ZOOKEEPER_CLASSPATH,
+                   "org.apache.zookeeper.server.ZooKeeperServerMain", str(self.port), str(data)]
+        with open(workdir / "zookeeper.log", "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not self._ok():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"ZooKeeper did not start: {(workdir / 'zookeeper.log').read_text()[-2000:]}")
+            time.sleep(0.2)
+
+    def _ok(self) -> bool:
+        import socket
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                sock.sendall(b"ruok")
+                return sock.recv(4) == b"imok"
+        except OSError:
+            return False
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+# -- measurements ---------------------------------------------------------------------------------
+
+@dataclass
+class CatchUp:
+    seconds: float
+    cpu: float
+    memory: Memory | None = None
+
+
+def catch_up(monitor: Monitor, groups: int, partitions: int, expected: Expected,
+             settle: float, timeout: float, launch: bool = True) -> CatchUp:
+    """Launch `monitor` (unless running) and wait until it serves every group's final offsets;
+    then, after `settle` seconds, its memory."""
+    started = time.perf_counter()
+    if launch:
+        monitor.launch()
+    cpu_before = 0.0 if launch else monitor.cpu()
+    waiting = list(range(groups))
+    while waiting:
+        if monitor.process.poll() is not None:
+            raise RuntimeError(f"{monitor.name} exited with {monitor.process.returncode}:\n"
+                               f"{monitor.log_tail()}")
+        if time.perf_counter() - started > timeout:
+            raise RuntimeError(f"{monitor.name}: {len(waiting)} groups not served after "
+                               f"{timeout:.0f}s:\n{monitor.log_tail()}")
+        waiting = monitor.unserved(waiting, expected, partitions)
+        if waiting:
+            time.sleep(0.5)
+    result = CatchUp(time.perf_counter() - started, monitor.cpu() - cpu_before)
+    if settle:
+        time.sleep(settle)
+        result.memory = monitor.memory()
+    return result
+
+
+def _steady_process(queue, bootstrap: str, rate: float, seconds: float, groups: int,
+                    partitions: int, first_round: int) -> None:
+    result = steady(bootstrap, rate, seconds, groups, partitions, first_round)
+    queue.put((result.commits, result.seconds, result.sent_at))
+
+
+@dataclass
+class Steady:
+    rate: float
+    cpu_per_minute: dict[str, float]
+    latencies: list[float]
+    last_rounds: dict[int, int]  # group -> its last round after the load
+
+
+def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str, args,
+                 first_round: int) -> Steady:
+    """`args.rate` commits/s for `args.steady_seconds` from another process; meanwhile groupscope
+    is scraped every `args.scrape_interval` s: a commit's latency is the end of the first scrape
+    that shows its offset minus the moment it was sent."""
+    queue = multiprocessing.get_context("fork").Queue()
+    load = multiprocessing.get_context("fork").Process(target=_steady_process, args=(
+        queue, bootstrap, args.rate, args.steady_seconds, args.groups, args.partitions,
+        first_round))
+    cpu_before = {m.name: m.cpu() for m in monitors}
+    shown: dict[tuple[int, int], float] = {}  # (group, round) -> end of the scrape that showed it
+
+    def observe() -> None:
+        served, at = gs.scrape(), time.time()
+        for g in range(args.groups):
+            offset = served.get((group_name(g), 0))
+            if offset is not None and offset // 1000 >= first_round:
+                shown.setdefault((g, int(offset) // 1000), at)
+
+    started = time.time()
+    load.start()
+    # until the load is done, then a trigger interval (5 s by default) more for the last commits
+    while queue.empty() or time.time() < started + args.steady_seconds + 5:
+        if gs is not None:
+            observe()
+        time.sleep(args.scrape_interval)
+    commits, seconds, sent_at = queue.get()
+    load.join()
+    elapsed = time.time() - started
+    cpu = {m.name: (m.cpu() - cpu_before[m.name]) * 60 / elapsed for m in monitors}
+    latencies = sorted(at - sent_at[key] for key, at in shown.items() if key in sent_at)
+    last = {g: first_round - 1 for g in range(args.groups)}
+    for g, r in sent_at:
+        last[g] = max(last[g], r)
+    return Steady(commits / seconds, cpu, latencies, last)
+
+
+def restart_commits(bootstrap: str, last: dict[int, int], requests: int, partitions: int) -> None:
+    """`requests` group commits, group after group, each one round past the newest; `last`
+    updated."""
+    top = max(last.values())
+    link = Connection(bootstrap)
+    try:
+        for n in range(requests):
+            g = n % len(last)
+            last[g] = top + 1 + n // len(last)
+            link.send(group_request(g, partitions).request(n + 1, 1000 * last[g]))
+        link.drain()
+    finally:
+        link.close()
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+def _pct(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def _row(label: str, gs: float | None, bw: float | None, unit: str) -> str:
+    def cell(v: float | None) -> str:
+        return "-" if v is None else f"{v:,.2f}{unit}"
+    ratio = f"{gs / bw:.2f}" if gs is not None and bw else "-"
+    return f"{label:<52s} {cell(gs):>14s} {cell(bw):>14s} {ratio:>8s}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--commits", type=int, default=1_000_000)
+    parser.add_argument("--commits-large", type=int, default=3_000_000)
+    add_load_arguments(parser)
+    parser.add_argument("--groups-large", type=int, default=20_000)
+    parser.add_argument("--steady-seconds", type=float, default=60.0)
+    parser.add_argument("--scrape-interval", type=float, default=1.0)
+    parser.add_argument("--restart-commits", type=int, default=10_000)
+    parser.add_argument("--settle", type=float, default=20.0,
+                        help="seconds after the catch-up before memory is measured")
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--kafka-version", default=None,
+                        help=f"default: {KAFKA3_VERSION} with Burrow, {DEFAULT_VERSION} without")
+    args = parser.parse_args()
+    print(f"CPU probe at start: {cpu_probe()} s")
+    with_burrow = BURROW.exists()
+    if not with_burrow:
+        print(f"{BURROW} is missing (apt-get install burrow zookeeper): measuring groupscope alone")
+    # Burrow 1.2.1 cannot read Kafka 4.4: the broker writes OffsetCommitValue v4, which Burrow
+    # skips ("failed to decode ... value version 4"), and closes the connection on the
+    # ListOffsets request of Burrow's sarama. Side by side, both read Kafka 3.9.
+    args.kafka_version = args.kafka_version or (KAFKA3_VERSION if with_burrow else DEFAULT_VERSION)
+    per_round = args.groups * args.partitions
+    workdir = Path(tempfile.mkdtemp(prefix="groupscope-burrow-"))
+    broker = start_kafka(args.kafka_version)
+    zookeeper = ZooKeeper(workdir) if with_burrow else None
+    rows: list[str] = []
+    gs = bw = None
+    try:
+        create_topics(broker.bootstrap, args.groups_large, args.partitions)
+        rounds = 0
+        results: dict[str, dict[str, CatchUp]] = {}
+        for label, commits in (("small", args.commits), ("large", args.commits_large)):
+            more = commits // per_round - rounds
+            t0 = time.perf_counter()
+            preload(broker.bootstrap, args.groups, args.partitions, more, first_round=rounds + 1)
+            rounds += more
+            print(f"preloaded {more * per_round:,} commits through OffsetCommit "
+                  f"({rounds * per_round:,} in all, {args.groups} groups x {args.partitions} "
+                  f"partitions) in {time.perf_counter() - t0:.1f}s")
+            final = rounds
+            results[label] = {}
+            for monitor_class in (Groupscope, Burrow) if with_burrow else (Groupscope,):
+                monitor = (Groupscope(workdir / f"gs-{label}", broker.bootstrap)
+                           if monitor_class is Groupscope else
+                           Burrow(workdir / f"bw-{label}", broker.bootstrap, zookeeper.address))
+                result = catch_up(monitor, args.groups, args.partitions, lambda g: final,
+                                  args.settle, args.timeout)
+                results[label][monitor.name] = result
+                print(f"  {monitor.name}: {rounds * per_round:,} commits served in "
+                      f"{result.seconds:.1f}s, CPU {result.cpu:.1f}s; settled: {result.memory}")
+                if label == "large":  # kept for the steady load and the restart
+                    if monitor.name == "groupscope":
+                        gs = monitor
+                    else:
+                        bw = monitor
+                else:
+                    monitor.stop()
+            for key, what in (("seconds", "launch to served"), ("cpu", "CPU-seconds of catch-up")):
+                got = {n: getattr(r, key) for n, r in results[label].items()}
+                rows.append(_row(f"{what}, {rounds * per_round:,} commits",
+                                 got.get("groupscope"), got.get("burrow"), "s"))
+            mem = {n: r.memory for n, r in results[label].items()}
+            for key in ("rss_mb", "pss_mb", "processes"):
+                rows.append(_row(f"settled {key}, {rounds * per_round:,} commits",
+                                 *(getattr(mem[n], key) if n in mem else None
+                                   for n in ("groupscope", "burrow")), ""))
+
+        # steady load: both running, same commits
+        running = [m for m in (gs, bw) if m is not None]
+        result = steady_phase(running, gs, broker.bootstrap, args, rounds + 1)
+        print(f"steady: {result.rate:,.0f} commits/s achieved (asked {args.rate:,.0f}); CPU-s per "
+              f"minute: " + ", ".join(f"{n} {c:.1f}" for n, c in result.cpu_per_minute.items()))
+        if result.latencies:
+            print(f"  groupscope commit-to-exporter latency p50 {_pct(result.latencies, .5):.2f}s, "
+                  f"p99 {_pct(result.latencies, .99):.2f}s over {len(result.latencies):,} group "
+                  f"commits (default trigger 5 s; scrape every {args.scrape_interval}s)")
+        rows.append(_row(f"steady {result.rate:,.0f} commits/s: CPU-s per minute",
+                         result.cpu_per_minute.get("groupscope"),
+                         result.cpu_per_minute.get("burrow"), "s"))
+
+        # restart: the large checkpoint, plus new commits made while both are stopped
+        for m in running:
+            m.stop()
+        last = dict(result.last_rounds)
+        new_requests = args.restart_commits // args.partitions
+        restart_commits(broker.bootstrap, last, new_requests, args.partitions)
+        print(f"restart: {new_requests * args.partitions:,} new commits while stopped")
+        for m in running:
+            r = catch_up(m, args.groups, args.partitions, last.__getitem__, 0, args.timeout)
+            print(f"  {m.name} restarted: every group served in {r.seconds:.1f}s, CPU {r.cpu:.1f}s")
+            results.setdefault("restart", {})[m.name] = r
+            m.stop()
+        got = {n: r.seconds for n, r in results["restart"].items()}
+        rows.append(_row("restart: launch to served", got.get("groupscope"), got.get("burrow"), "s"))
+
+        # memory growth per group-partition: more groups, one round each
+        t0 = time.perf_counter()
+        preload_more = preload(broker.bootstrap, args.groups_large, args.partitions, 1,
+                               first_group=args.groups)
+        print(f"growth: {preload_more:,} commits of {args.groups_large - args.groups:,} more "
+              f"groups in {time.perf_counter() - t0:.1f}s")
+        for g in range(args.groups, args.groups_large):
+            last[g] = 1
+        growth = {}
+        for label, cls in (("groupscope", Groupscope), ("burrow", Burrow)):
+            if label == "burrow" and not with_burrow:
+                continue
+            m = (Groupscope(workdir / "gs-growth", broker.bootstrap) if cls is Groupscope else
+                 Burrow(workdir / "bw-growth", broker.bootstrap, zookeeper.address))
+            r = catch_up(m, args.groups_large, args.partitions, last.__getitem__,
+                         args.settle, args.timeout)
+            m.stop()
+            base = results["small"][label].memory
+            extra = (args.groups_large - args.groups) * args.partitions
+            growth[label] = (r.memory.pss_mb - base.pss_mb) * 1024 * 1024 / extra
+            print(f"  {label}: {args.groups_large:,} groups served in {r.seconds:.1f}s; settled "
+                  f"{r.memory}; PSS growth {growth[label]:,.0f} bytes per group-partition")
+        rows.append(_row(f"PSS growth per group-partition, {args.groups:,} -> "
+                         f"{args.groups_large:,} groups", growth.get("groupscope"),
+                         growth.get("burrow"), " B"))
+    finally:
+        for m in (gs, bw):
+            if m is not None:
+                m.stop()
+        if zookeeper:
+            zookeeper.stop()
+        broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\n{'':<52s} {'groupscope':>14s} {'Burrow 1.2.1':>14s} {'ratio':>8s}")
+    print("\n".join(rows))
+    print(f"(Kafka {args.kafka_version}; Burrow's ZooKeeper is not counted)")
+    print(f"CPU probe at end: {cpu_probe()} s")
+
+
+if __name__ == "__main__":
+    main()
