@@ -8,25 +8,21 @@ subscription and assignment bytes. Prints records/s of CPU time (one core) for:
 * the Arrow batch path (`coordinator.batch_decode.decode_batch`) on offset commits only,
 * the batch path on the mix.
 
-Usage: python benchmarks/decode.py [--records N] [--batch-size N]
+Usage (from the repository root): python -m benchmarks.decode [--records N] [--batch-size N]
 """
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import sys
 import time
 from typing import Callable
 
 import pyarrow as pa
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from coordinator.batch_decode import decode_batch  # noqa: E402
-from coordinator.protocol import (  # noqa: E402
+from coordinator.batch_decode import decode_batch
+from coordinator.protocol import (
     Assignment, Subscription, encode_assignment, encode_subscription, group_partitions)
-from coordinator.records import decode, encode  # noqa: E402
+from coordinator.records import decode, encode
 
 TOPICS = [f"orders.events.{i}" for i in range(40)]
 GROUPS = [f"app-{i}-consumer" for i in range(200)]

@@ -8,20 +8,19 @@ Prints: the view's feed costs, the cost of a refresh (evaluate + render everythi
 poller thread after each poll), the HTTP scrape time and size (served from the rendered cache),
 the number of series, and the process's resident memory. Wall and CPU time are both printed:
 on a shared machine CPU time is the steadier figure. Target: a full scrape in under 1 s.
+
+Usage (from the repository root): python -m benchmarks.exporter
 """
 from __future__ import annotations
 
 import gc
 import os
-import sys
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from streaming.exporter.server import ExporterSettings, start_exporter  # noqa: E402
-from streaming.exporter.metrics_cache import MetricsCache  # noqa: E402
-from streaming.exporter.view import MonitorView, ViewSettings  # noqa: E402
+from streaming.exporter.server import ExporterSettings, start_exporter
+from streaming.exporter.metrics_cache import MetricsCache
+from streaming.exporter.view import MonitorView, ViewSettings
 
 TOPICS = 1000
 PARTITIONS = 50

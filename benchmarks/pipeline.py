@@ -1,17 +1,21 @@
 """End-to-end benchmark of the Spark job (prints figures; asserts nothing).
 
-Starts a throw-away tansu broker (the test broker, `test` extra), creates `__consumer_offsets`
-(50 partitions) and preloads it with offset commits of GROUPS groups x PARTITIONS partitions,
-each group in its own coordinator partition (`partition_for`), written round by round the way
-consumers commit: one request per group and round, so one record batch of PARTITIONS records,
-as a broker writes it. Then:
+Starts a throw-away Apache Kafka broker (tests/support/kafka_broker.py: the test broker, its jars
+from scripts/fetch-jvm-deps.sh), creates an ordinary 50-partition topic standing in for
+`__consumer_offsets` (COMMITS_TOPIC, the job's `source.topic`) and preloads it with offset commits
+of GROUPS groups x PARTITIONS partitions in `__consumer_offsets`' own record format, each group in
+its coordinator partition (`partition_for`), written round by round the way consumers commit: one
+request per group and round, so one record batch of PARTITIONS records, as a broker writes it.
+(Kafka refuses produce to `__consumer_offsets` for normal clients, and its group coordinator would
+load synthetic records written there. The next step is commits made through Kafka's OffsetCommit
+API, so that the job reads the real `__consumer_offsets` as the broker writes it.) Then:
 
 * start-up: building the SparkSession (JVM launch), reported on its own;
 * throughput: `streaming.job.lifecycle.Job` from an empty checkpoint until every group's final offsets are
   in the driver's view (what the exporter serves), as records/s of wall time and per CPU-second
-  (the JVM, its Python workers and this driver process; tansu is reported apart). Run `--runs`
-  times in the same session, each on a fresh checkpoint: the first run pays for JIT compilation
-  and Python worker start-up;
+  (the JVM, its Python workers and this driver process; the Kafka broker's JVM is reported
+  apart). Run `--runs` times in the same session, each on a fresh checkpoint: the first run pays
+  for JIT compilation and Python worker start-up;
 * latency: a job reading from `latest` while a separate process commits at `--rate` commits/s
   (each group commits all its partitions in one request, groups spread evenly over the period);
   the latency of a commit is the moment its offset reaches the view minus its commit timestamp.
@@ -22,10 +26,11 @@ as a broker writes it. Then:
   --latency-start earliest` the job first reads the preloaded commits, so every group has state
   before the load starts (state size: many groups, few partitions each).
 
-Usage: python benchmarks/pipeline.py [--records N] [--groups N] [--client kafka-python|confluent]
-       [--runs N] [--latency-seconds S] [--settle S] [--rate R] [--trigger S]
-       [--latency-broker fresh|preloaded] [--latency-start latest|earliest]
-       [--conf key=value ...]
+Usage (from the repository root):
+    python -m benchmarks.pipeline [--records N] [--groups N] [--client kafka-python|confluent]
+        [--runs N] [--latency-seconds S] [--settle S] [--rate R] [--trigger S]
+        [--latency-broker fresh|preloaded] [--latency-start latest|earliest]
+        [--conf key=value ...]
 """
 from __future__ import annotations
 
@@ -35,23 +40,23 @@ import os
 import shutil
 import statistics
 import struct
-import sys
 import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks._process_cpu import tree_cpu_seconds
+from coordinator import partition_for
+from coordinator.records import decode
+from tests.support.jvm_children import children_of
+from tests.support.kafka_broker import OFFSETS_TOPIC_PARTITIONS, create_topic, start_kafka
 
-from tests.support.tansu import OFFSETS_TOPIC, create_offsets_topic, start_broker  # noqa: E402
-from tests.support.jvm_children import children_of  # noqa: E402
-from coordinator import partition_for  # noqa: E402
-from coordinator.records import decode  # noqa: E402
-from source_throughput import tree_cpu_seconds  # noqa: E402
+# An hour ago: commits older than the job's `expire_after` (7 days) would expire from the view.
+T0 = int(time.time() * 1000) - 3_600_000
+COMMITS_TOPIC = "bench-offsets"  # what the job reads (source.topic): see the module docstring
 
-T0 = 1_763_000_000_000
+
+def create_commits_topic(bootstrap: str) -> None:
+    create_topic(bootstrap, COMMITS_TOPIC, OFFSETS_TOPIC_PARTITIONS)
 
 
 def group_name(g: int) -> str:
@@ -101,28 +106,17 @@ def fill(bootstrap: str, groups: int, partitions: int, rounds: int) -> int:
     keys = [[commit_key(group_name(g), topic_of(g), p) for p in range(partitions)]
             for g in range(groups)]
     homes = [partition_for(group_name(g)) for g in range(groups)]
-    last_group = {home: g for g, home in enumerate(homes)}
     count = 0
-    last: dict[int, tuple[bytes, bytes, int]] = {}
     for r in range(1, rounds + 1):
         for g in range(groups):
             ts = T0 + r * 10_000 + g * 5
             for p in range(partitions):
-                args = (keys[g][p], commit_value(1000 * r + p, ts), ts)
-                if r == rounds and g == last_group[homes[g]] and p == partitions - 1:
-                    last[homes[g]] = args  # sent alone below
-                    continue
-                producer.produce(OFFSETS_TOPIC, key=args[0], value=args[1], partition=homes[g],
-                                 timestamp=args[2])
+                producer.produce(COMMITS_TOPIC, key=keys[g][p], partition=homes[g],
+                                 value=commit_value(1000 * r + p, ts), timestamp=ts)
                 count += 1
                 if count % 20_000 == 0:
                     producer.poll(0)
     producer.flush(300)
-    # tansu's end offset is "last batch's base offset + 1": each partition ends with a batch of one.
-    for home, (key, value, ts) in sorted(last.items()):
-        producer.produce(OFFSETS_TOPIC, key=key, value=value, partition=home, timestamp=ts)
-        producer.flush(30)
-        count += 1
     return count
 
 
@@ -133,8 +127,9 @@ def base_config(args, workdir: str, name: str, bootstrap: str, starting: str, tr
 
     return Config(
         spark=SparkConfig(master="local[2]", conf=dict(args.conf)),
-        source=SourceConfig(type="kafka-python", bootstrap_servers=bootstrap, client=args.client,
-                            starting_offsets=starting, max_records_per_trigger=max_records),
+        source=SourceConfig(type="kafka-python", bootstrap_servers=bootstrap, topic=COMMITS_TOPIC,
+                            client=args.client, starting_offsets=starting,
+                            max_records_per_trigger=max_records),
         checkpoint=CheckpointConfig(path=os.path.join(workdir, name, "checkpoint")),
         history=HistoryConfig(path=os.path.join(workdir, name, "history")),
         trigger=TriggerConfig(interval=trigger_s))
@@ -149,17 +144,17 @@ def zygote_pid() -> int | None:
 
 class Cpu:
     """CPU seconds of the JVM with its Python workers (those forked by the zygote included), of
-    this driver process, and of tansu."""
+    this driver process, and of the Kafka broker's JVM."""
 
-    def __init__(self, jvm_pid: int, tansu_pid: int) -> None:
-        self.jvm_pid, self.tansu_pid = jvm_pid, tansu_pid
+    def __init__(self, jvm_pid: int, broker_pid: int) -> None:
+        self.jvm_pid, self.broker_pid = jvm_pid, broker_pid
         self.zygote_pid = zygote_pid()
 
     def sample(self) -> tuple[float, float, float]:
         driver = os.times()
         workers = tree_cpu_seconds(self.zygote_pid) if self.zygote_pid else 0.0
         return (tree_cpu_seconds(self.jvm_pid) + workers, driver.user + driver.system,
-                tree_cpu_seconds(self.tansu_pid))
+                tree_cpu_seconds(self.broker_pid))
 
     def jvm_alone(self) -> float:
         """CPU seconds of the JVM process itself (without its Python workers)."""
@@ -207,12 +202,12 @@ def throughput_run(spark, args, workdir: str, run: int, bootstrap: str, records:
         progress = list(job.query.recentProgress)
     finally:
         job.stop()
-    jvm, driver, tansu = (a - b for a, b in zip(after, before))
+    jvm, driver, kafka = (a - b for a, b in zip(after, before))
     jvm_alone = jvm_after - jvm_before  # `jvm` counts its Python workers too
     print(f"run {run}: {records:,} records -> {args.groups} groups complete in the view in "
           f"{elapsed:.2f}s = {records / elapsed:,.0f} records/s; {batches} micro-batches; CPU: "
           f"JVM {jvm_alone:.1f}s + Python workers {jvm - jvm_alone:.1f}s, driver {driver:.1f}s "
-          f"(= {records / (jvm + driver):,.0f} records per CPU-second), tansu {tansu:.1f}s")
+          f"(= {records / (jvm + driver):,.0f} records per CPU-second), Kafka broker {kafka:.1f}s")
     for p in progress:
         d = p.get("durationMs", {})
         print(f"    batch {p['batchId']}: {p['numInputRows']:>8} rows, addBatch "
@@ -273,7 +268,7 @@ def steady_producer(bootstrap: str, groups: int, partitions: int, rate: float, s
                 time.sleep(pause)
             now_ms = int(time.time() * 1000)
             for p in range(partitions):
-                producer.produce(OFFSETS_TOPIC, key=keys[g][p],
+                producer.produce(COMMITS_TOPIC, key=keys[g][p],
                                  value=commit_value(1000 * r + p, now_ms),
                                  partition=homes[g], timestamp=now_ms)
             producer.poll(0)
@@ -334,7 +329,7 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
         progress = list(job.query.recentProgress)
     finally:
         job.stop()
-    jvm, driver, tansu = (a - b for a, b in zip(after, before))
+    jvm, driver, kafka = (a - b for a, b in zip(after, before))
     if not latencies:
         print("latency: no commit reached the view")
         return
@@ -351,7 +346,7 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
           f"p90 {pct(0.9):.2f}s, p99 {pct(0.99):.2f}s, max {latencies[-1] / 1000:.2f}s over "
           f"{len(latencies):,} commits; {batches} micro-batches; CPU over "
           f"{args.latency_seconds:.0f}s: JVM+workers {jvm:.1f}s, driver {driver:.1f}s, "
-          f"tansu {tansu:.1f}s")
+          f"Kafka broker {kafka:.1f}s")
     print("    p50 of each 10 s of the load: " + ", ".join(
         f"{statistics.median(windows[w]) / 1000:.2f}s" for w in sorted(windows)))
     print_batch_medians(progress)
@@ -402,10 +397,10 @@ def main() -> None:
     args = parser.parse_args()
     _check_layout()
 
-    broker = start_broker()
+    broker = start_kafka()
     workdir = tempfile.mkdtemp(prefix="groupscope-pipeline-")
     try:
-        create_offsets_topic(broker.bootstrap)
+        create_commits_topic(broker.bootstrap)
         rounds = args.records // (args.groups * args.partitions)
         t0 = time.perf_counter()
         records = fill(broker.bootstrap, args.groups, args.partitions, rounds)
@@ -425,14 +420,11 @@ def main() -> None:
             for run in range(1, args.runs + 1):
                 throughput_run(spark, args, workdir, run, broker.bootstrap, records, cpu)
             if args.latency_seconds > 0 and args.latency_broker == "fresh":
-                # tansu's ListOffsets and Fetch scan a partition's log from its start (two
-                # ListOffsets of 50 partitions: 15 ms of its CPU at 2,000 records a partition,
-                # 1.7 s at 200,000), so on the preloaded broker the latency figure would be
-                # mostly tansu's scanning, which a Kafka broker does not do.
-                latency_broker = start_broker()
+                # A broker holding only the load's commits: its CPU figure is the load's alone.
+                latency_broker = start_kafka()
                 try:
-                    create_offsets_topic(latency_broker.bootstrap)
-                    cpu.tansu_pid = latency_broker.process.pid
+                    create_commits_topic(latency_broker.bootstrap)
+                    cpu.broker_pid = latency_broker.process.pid
                     latency_run(spark, args, workdir, latency_broker.bootstrap, cpu)
                 finally:
                     latency_broker.stop()

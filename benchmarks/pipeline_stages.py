@@ -13,25 +13,20 @@ partition and poll), then:
 Spark's own costs (Arrow transfer, shuffle, the transformWithStateInPandas worker loop and state
 RPCs) are what benchmarks/pipeline.py measures on top of these.
 
-Usage: python benchmarks/pipeline_stages.py [--records N] [--groups N] [--partitions N]
+Usage (from the repository root):
+    python -m benchmarks.pipeline_stages [--records N] [--groups N] [--partitions N]
 """
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from collections import defaultdict
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-from coordinator import partition_for  # noqa: E402
-from tests.support.memory_state import MemoryHandle  # noqa: E402
-from pipeline import T0, commit_key, commit_value, group_name, topic_of  # noqa: E402
+from coordinator import partition_for
+from tests.support.memory_state import MemoryHandle
+from benchmarks.pipeline import T0, commit_key, commit_value, group_name, topic_of
 
 POLL_RECORDS = 20_000   # records per Arrow batch, as the source's polls deliver them
 

@@ -15,7 +15,7 @@ reducer's figures the benchmark prints those of two reference computations made 
 same records (`suggested_start` and `suggested_downtime`: the rules coordinator/state/estimator.py
 now implements, the start here with a plain heartbeat interval as the gap), as a cross-check.
 
-    .venv/bin/python benchmarks/rebalance_accuracy.py [--seeds 3]
+    .venv/bin/python -m benchmarks.rebalance_accuracy [--seeds 3]
 """
 from __future__ import annotations
 
@@ -23,13 +23,10 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from coordinator.records import decode  # noqa: E402
-from coordinator.simulator import STRATEGIES, Simulation, builtin_scenarios, load_scenario  # noqa: E402
-from coordinator.state import GroupStore  # noqa: E402
+from coordinator.records import decode
+from coordinator.simulator import STRATEGIES, Simulation, builtin_scenarios, load_scenario
+from coordinator.state import GroupStore
 
 HEARTBEAT_GAP_MS = 3_000
 

@@ -1,8 +1,8 @@
 """Throughput of the groupscope-kafka source (prints figures; asserts nothing).
 
-Starts a throw-away tansu broker (the test broker, from the `test` extra), fills a topic with
-records shaped like `__consumer_offsets` offset commits (~60-byte keys, ~40-byte values), then
-measures records/s for:
+Starts a throw-away Apache Kafka broker (tests/support/kafka_broker.py: the test broker, its jars
+from scripts/fetch-jvm-deps.sh), fills a topic with records shaped like `__consumer_offsets`
+offset commits (~60-byte keys, ~40-byte values), then measures records/s for:
 
 * one range read per client (kafka-python, confluent) in this process: the per-core ceiling,
 * the whole Spark source (`trigger(availableNow=True)` into a no-op sink, local[2]) per client,
@@ -12,25 +12,23 @@ measures records/s for:
 Figures are given per wall-clock second and per CPU-second (CPU of this process, or of the JVM
 and its Python workers), the latter being the fairer one on a shared machine.
 
-Usage: python benchmarks/source_throughput.py [--records N] [--partitions N] [--no-spark]
+Usage (from the repository root):
+    python -m benchmarks.source_throughput [--records N] [--partitions N] [--no-spark]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
-import sys
+import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-from tests.support.tansu import create_topic, start_broker  # noqa: E402
-from streaming.sources.kafka_options import KafkaSourceOptions  # noqa: E402
-from streaming.sources.kafka_stream import offsets_client, partition_client  # noqa: E402
-from streaming.kafka.offset_ranges import OffsetRange  # noqa: E402
-from streaming.kafka.range_reader import ReadSettings, read_range  # noqa: E402
+from benchmarks._process_cpu import tree_cpu_seconds
+from streaming.kafka.offset_ranges import OffsetRange
+from streaming.kafka.range_reader import ReadSettings, read_range
+from streaming.sources.kafka_options import KafkaSourceOptions
+from streaming.sources.kafka_stream import offsets_client, partition_client
+from tests.support.kafka_broker import create_topic, start_kafka
 
 
 def fill(bootstrap: str, topic: str, records: int, partitions: int) -> None:
@@ -47,10 +45,6 @@ def fill(bootstrap: str, topic: str, records: int, partitions: int) -> None:
         if i % 50000 == 0:
             producer.poll(0)
     producer.flush(120)
-    # A last single-record batch per partition keeps tansu's end offsets right.
-    for p in range(partitions):
-        producer.produce(topic, key=b"tail", value=value, partition=p)
-        producer.flush(30)
 
 
 def single_range(bootstrap: str, topic: str, client: str) -> tuple[int, float, float]:
@@ -62,31 +56,6 @@ def single_range(bootstrap: str, topic: str, client: str) -> tuple[int, float, f
     rows = sum(b.num_rows for b in read_range(lambda: partition_client(options, 0), topic,
                                               OffsetRange(0, 0, end), ReadSettings()))
     return rows, time.perf_counter() - started, time.process_time() - cpu
-
-
-def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds used so far by `root` and its descendants (the JVM and its Python workers),
-    so that figures can be read per CPU-second when other work shares the machine."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            stats[int(entry)] = (int(fields[1]), sum(int(f) for f in fields[11:15]))
-    wanted, total, frontier = {root}, 0, [root]
-    while frontier:
-        parent = frontier.pop()
-        for pid, (ppid, _) in stats.items():
-            if ppid == parent and pid not in wanted:
-                wanted.add(pid)
-                frontier.append(pid)
-    for pid in wanted:
-        total += stats.get(pid, (0, 0))[1]
-    return total / ticks
 
 
 def spark_source(spark, bootstrap: str, topic: str, client: str, checkpoint: str
@@ -115,7 +84,7 @@ def main() -> None:
     parser.add_argument("--no-spark", action="store_true")
     args = parser.parse_args()
 
-    broker = start_broker()
+    broker = start_kafka()
     try:
         topic = "bench"
         create_topic(broker.bootstrap, topic, args.partitions)
@@ -129,8 +98,7 @@ def main() -> None:
                   f"{rows / cpu:,.0f} records per CPU-second")
         if args.no_spark:
             return
-        from conftest import build_test_spark
-        import tempfile
+        from tests.conftest import build_test_spark
 
         spark = build_test_spark()
         workdir = tempfile.mkdtemp(prefix="groupscope-bench-")

@@ -12,20 +12,18 @@ Prints: records per second (wall clock, and per CPU second, which a busy machine
 with and without offset_committed events, and the memory of committed-
 offset state per 10,000 partitions (tracemalloc over a store holding only offsets, and the whole
 benchmark's peak RSS).
+
+Usage (from the repository root): python -m benchmarks.state
 """
 from __future__ import annotations
 
 import gc
-import os
 import resource
-import sys
 import time
 import tracemalloc
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from coordinator import partition_for  # noqa: E402
-from coordinator.state import GroupStore  # noqa: E402
+from coordinator import partition_for
+from coordinator.state import GroupStore
 
 GROUPS = 2_000
 MODERN_EVERY = 5            # every fifth group uses the KIP-848 protocol

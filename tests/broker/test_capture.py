@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from tests.support.tansu import create_topic, produce_raw
+from tests.support.kafka_broker import create_topic, produce_raw
 from streaming.sources.capture_file import CapturedRecord, decode_line, encode_line
 from streaming.cli.main import main
 from streaming.sources.replay import ReplayStreamReader

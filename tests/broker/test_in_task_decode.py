@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from tests.support.tansu import create_topic, produce_raw
+from tests.support.kafka_broker import create_topic, produce_raw
 from tests.support.collector_probe import garbage_collections
 from coordinator.records import decode, encode
 from tests.support.job_support import bad_records, mixed_timeline, replay_config, timeline_lines, write_capture

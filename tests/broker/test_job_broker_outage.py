@@ -2,16 +2,16 @@
 away, and continues where it stopped once the broker is back, with nothing skipped or counted
 twice.
 
-tansu keeps its data in memory, so "the broker comes back" is a new tansu on the same address with
-the same log produced again (the same records at the same offsets) plus new records. This test
-has a broker of its own: stopping the session's broker would take it away from the other tests.
+The outage is a crash: the broker is killed (SIGKILL) and restarted on the same address with its
+log kept on disk, then new records arrive. This test has a broker of its own: killing the
+session's broker would take it away from the other tests.
 """
 from __future__ import annotations
 
 import os
 import time
 
-from tests.support.tansu import create_topic, produce_raw, start_broker
+from tests.support.kafka_broker import create_topic, produce_raw, start_kafka
 from coordinator import partition_for
 from coordinator.records import encode
 from tests.support.state_timeline import offset_commit
@@ -31,11 +31,6 @@ def _commits(first: int, last: int) -> list:
     return out
 
 
-def _log(bootstrap: str, last: int) -> None:
-    create_topic(bootstrap, TOPIC, 50)
-    produce_raw(bootstrap, TOPIC, _commits(0, last))
-
-
 def _committed(job: Job) -> int | None:
     group = job.view.groups.get("outage-app")
     entry = group.partitions.get(("orders", 0)) if group else None
@@ -43,11 +38,11 @@ def _committed(job: Job) -> int | None:
 
 
 def test_job_survives_a_broker_outage(spark, tmp_path):
-    broker = start_broker()
-    port = int(broker.bootstrap.rsplit(":", 1)[1])
+    broker = start_kafka()
     job = None
     try:
-        _log(broker.bootstrap, 9)
+        create_topic(broker.bootstrap, TOPIC, 50)
+        produce_raw(broker.bootstrap, TOPIC, _commits(0, 9))
         env = {
             "GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": broker.bootstrap,
             "GROUPSCOPE_SOURCE__TOPIC": TOPIC,
@@ -60,14 +55,14 @@ def test_job_survives_a_broker_outage(spark, tmp_path):
         job.start().processAllAvailable()
         assert _committed(job) == 9
 
-        broker.stop()                    # the outage: triggers keep firing against nothing
+        broker.kill()                    # the outage: triggers keep firing against nothing
         batches = job.sink.batches
         time.sleep(6)
         assert job.query.isActive and job.query.exception() is None
         assert job.sink.batches == batches  # nothing read while the broker was away
 
-        broker = start_broker(port=port)  # back on the same address, same log, and more
-        _log(broker.bootstrap, 19)
+        broker.restart()                 # back on the same address with its log, and more
+        produce_raw(broker.bootstrap, TOPIC, _commits(10, 19))
         # The query's own triggers pick the log up again (processAllAvailable could wait forever
         # if they did not, so the test only watches, with a deadline).
         deadline = time.monotonic() + 180

@@ -1,9 +1,10 @@
-"""End to end on a real broker: the job reads a real-format `__consumer_offsets` from tansu with the
+"""End to end on a real broker: the job reads a real-format offsets log from Apache Kafka with the
 default kafka-python source, polls real end offsets, and serves /metrics over HTTP.
 
-tansu never writes `__consumer_offsets` itself, so the test produces the records Kafka's group
-coordinator would write (through the codec) into a 50-partition offsets topic of its own, each
-group's records in `partition_for(group)`.
+The log is hand-made: the records Kafka's group coordinator would write (through the codec), each
+group's records in `partition_for(group)` of an ordinary 50-partition topic that the job reads as
+its `source.topic`. Kafka refuses produce to `__consumer_offsets` itself, and its coordinator would
+take synthetic records there for real group state.
 """
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ import uuid
 
 import pytest
 
-from tests.support.tansu import create_topic, produce_raw
+from tests.support.kafka_broker import create_topic, produce_raw
 from tests.support.scrape_support import parse, scrape
 from coordinator import partition_for
 from coordinator.records import encode
 from tests.support.state_timeline import (cg_current, cg_epoch, cg_member, cg_target, cg_target_epoch,
                             group_metadata, member, offset_commit)
 from streaming.config import load_config
-from streaming.exporter.end_offset_poller import KafkaPythonOffsetsClient
+from streaming.kafka.client import KafkaPythonOffsets
 from streaming.job.lifecycle import Job
 
 T0 = int(time.time() * 1000) - 60_000  # a minute ago: recent enough that no group expires
@@ -77,7 +78,7 @@ def running(spark, broker, tmp_path_factory):
     orders, pay, offsets_topic = f"orders-{suffix}", f"pay-{suffix}", f"offsets-{suffix}"
     _produce_data(broker.bootstrap, orders, ORDERS_ENDS)
     _produce_data(broker.bootstrap, pay, PAY_ENDS)
-    client = KafkaPythonOffsetsClient(broker.bootstrap, 10.0)
+    client = KafkaPythonOffsets({"bootstrap_servers": broker.bootstrap}, timeout_s=10.0)
     try:
         names, _counts = client.topic_metadata()
     finally:

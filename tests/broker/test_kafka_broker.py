@@ -1,6 +1,10 @@
 """Real Kafka brokers (4.4.0 and 3.9.2) from tests/support/kafka_broker.py, checked end to end with
-Kafka's own clients: VerifiableProducer fills a topic, VerifiableConsumer commits it as group G,
-and ConsumerGroupCommand's parsed output (the future oracle) must agree."""
+Kafka's own clients: VerifiableProducer fills a topic, VerifiableConsumer commits it as a group,
+and ConsumerGroupCommand's parsed output (the future oracle) must agree.
+
+The brokers are the session's (`broker`, `broker39`), so topic and group names are unique per
+module. Only the tests that restart a broker or append to its `__consumer_offsets` have one of
+their own: the shared brokers' coordinators must replay only what real clients wrote."""
 from __future__ import annotations
 
 import json
@@ -8,17 +12,19 @@ import queue
 import subprocess
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Iterator
 
 import pytest
 
 from tests.support.kafka_broker import (
-    KAFKA3_VERSION, OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS, KafkaBroker,
-    create_topic, end_offsets, produce_internal, produce_raw, start_kafka)
+    OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS, KafkaBroker, create_topic, end_offsets,
+    produce_internal, produce_raw, start_kafka)
 from tests.support.kafka_tools import parse_list, parse_members, parse_offsets, parse_state
 
-TOPIC, GROUP, PARTITIONS, PRODUCED = "orders", "G", 3, 300
+_SUFFIX = uuid.uuid4().hex[:8]
+TOPIC, GROUP, PARTITIONS, PRODUCED = f"orders-{_SUFFIX}", f"G-{_SUFFIX}", 3, 300
 
 
 @dataclass
@@ -53,9 +59,9 @@ def _wait_committed(events: "queue.Queue[dict]", total: int, timeout: float = 60
     return committed
 
 
-@pytest.fixture(scope="module", params=["4.4.0", KAFKA3_VERSION])
+@pytest.fixture(scope="module", params=["broker", "broker39"])
 def scenario(request: pytest.FixtureRequest) -> Iterator[Scenario]:
-    broker = start_kafka(request.param)
+    broker: KafkaBroker = request.getfixturevalue(request.param)
     consumer = None
     try:
         create_topic(broker.bootstrap, TOPIC, PARTITIONS)
@@ -76,7 +82,6 @@ def scenario(request: pytest.FixtureRequest) -> Iterator[Scenario]:
         if consumer is not None:
             consumer.terminate()
             consumer.wait(timeout=30)
-        broker.stop()
 
 
 def test_produced_records_spread_over_partitions(scenario: Scenario) -> None:
@@ -141,29 +146,22 @@ def test_consumer_offsets_holds_keyed_records(scenario: Scenario) -> None:
     assert any(GROUP.encode() in r.key for r in records)
 
 
-def test_internal_topic_produce_rule(scenario: Scenario) -> None:
+# an offset-commit tombstone (key v1: group "zz", topic "t", partition 0) for a group that never
+# existed: harmless when a coordinator replays it
+TOMBSTONE = (0, b"\x00\x01" + b"\x00\x02zz" + b"\x00\x01t" + (0).to_bytes(4, "big"), None, 0)
+
+
+def test_internal_topic_refuses_other_clients(scenario: Scenario) -> None:
     """KafkaApis lets only client.id "__admin_client" append to internal topics."""
     from confluent_kafka import KafkaException
 
-    # an offset-commit tombstone (key v1: group "zz", topic "t", partition 0) for a group that never
-    # existed: harmless when the coordinator replays it
-    key = b"\x00\x01" + b"\x00\x02zz" + b"\x00\x01t" + (0).to_bytes(4, "big")
     with pytest.raises(KafkaException, match="(?i)invalid.?topic"):
-        produce_internal(scenario.broker.bootstrap, OFFSETS_TOPIC, [(0, key, None, 0)], client_id="tests")
-    [(partition, offset)] = produce_internal(scenario.broker.bootstrap, OFFSETS_TOPIC, [(0, key, None, 0)])
-    assert partition == 0 and offset >= 0
+        produce_internal(scenario.broker.bootstrap, OFFSETS_TOPIC, [TOMBSTONE], client_id="tests")
 
 
-@pytest.fixture(scope="module")
-def kafka4() -> Iterator[KafkaBroker]:
-    broker = start_kafka("4.4.0")
-    yield broker
-    broker.stop()
-
-
-def test_share_and_streams_groups_enabled_on_4_4(kafka4: KafkaBroker) -> None:
-    done = kafka4.run_tool("org.apache.kafka.tools.FeatureCommand", "--bootstrap-server",
-                           kafka4.bootstrap, "describe")
+def test_share_and_streams_groups_enabled_on_4_4(broker: KafkaBroker) -> None:
+    done = broker.run_tool("org.apache.kafka.tools.FeatureCommand", "--bootstrap-server",
+                           broker.bootstrap, "describe")
     levels = {}
     for line in done.stdout.splitlines():
         fields = dict(part.split(": ", 1) for part in line.split("\t") if ": " in part) if "\t" in line \
@@ -175,10 +173,22 @@ def test_share_and_streams_groups_enabled_on_4_4(kafka4: KafkaBroker) -> None:
     assert int(levels["share.version"]) >= 1 and int(levels["streams.version"]) >= 1, levels
 
 
-def test_restart_keeps_port_and_commits(kafka4: KafkaBroker) -> None:
-    create_topic(kafka4.bootstrap, "r", 1)
-    produce_raw(kafka4.bootstrap, "r", [(0, b"k", b"v", 0)] * 5)
-    before = kafka4.bootstrap
-    kafka4.restart()
-    assert kafka4.bootstrap == before
-    assert end_offsets(kafka4.bootstrap, "r", [0]) == {0: 5}
+@pytest.fixture(scope="module")
+def own_broker() -> Iterator[KafkaBroker]:
+    """A 4.4 broker of this module's own, to be written to internally and restarted."""
+    broker = start_kafka("4.4.0")
+    yield broker
+    broker.stop()
+
+
+def test_admin_client_may_append_to_internal_topic(own_broker: KafkaBroker) -> None:
+    [(partition, offset)] = produce_internal(own_broker.bootstrap, OFFSETS_TOPIC, [TOMBSTONE])
+    assert partition == 0 and offset >= 0
+
+
+def test_restart_keeps_address_and_log(own_broker: KafkaBroker) -> None:
+    create_topic(own_broker.bootstrap, "r", 1)
+    produce_raw(own_broker.bootstrap, "r", [(0, b"k", b"v", 0)] * 5)
+    before = own_broker.bootstrap
+    own_broker.restart()
+    assert end_offsets(before, "r", [0]) == {0: 5}

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.support.tansu import create_topic, produce_raw
+from tests.support.kafka_broker import create_topic, produce_raw
 from streaming.errors import UserError
 from streaming.config import load_config
 from streaming.sources import KAFKA_SCHEMA, build_source

@@ -1,8 +1,8 @@
 """Real Apache Kafka brokers for the tests: single-node KRaft (broker + controller in one JVM).
 
 Jars come from `.cache/kafka-<version>/libs` (filled by `scripts/fetch-jvm-deps.sh`); nothing is
-downloaded here. API kept from the tansu helper (tests/broker.py): `KafkaBroker` has `process`,
-`bootstrap`, `workdir`, `log_path`, `stop()`, `log()`; `create_topic`, `produce_raw`, `end_offsets`.
+downloaded here. `KafkaBroker` has `process`, `bootstrap`, `workdir`, `log_path`, `stop()`,
+`kill()`, `restart()`, `log()`; beside it `create_topic`, `produce_raw`, `end_offsets`.
 
 Writing synthetic records into `__consumer_offsets`: real Kafka refuses Produce to an internal
 topic (INVALID_TOPIC_EXCEPTION) unless the request's client.id is exactly "__admin_client"
@@ -113,6 +113,9 @@ TEST_PROPS: dict[str, str] = {
     "group.streams.min.heartbeat.interval.ms": "100",
     "group.streams.heartbeat.interval.ms": "500",
     "num.partitions": "1",
+    # Tests and benchmarks produce records with fixed timestamps years in the past; time-based
+    # retention (7 days by default, checked 30 s after start and every 5 min) would delete them.
+    "log.retention.ms": "-1",
     "log.flush.interval.messages": "9223372036854775807",  # never fsync per message (default)
 }
 
@@ -361,7 +364,7 @@ def _wait_ready(broker: KafkaBroker, timeout_s: float) -> None:
                        f"{last_error}\n{log_tail}")
 
 
-# -- helpers kept from tests/broker.py (tansu) ----------------------------------------------------
+# -- topics, records and end offsets ---------------------------------------------------------------
 
 def create_topic(bootstrap: str, name: str, partitions: int, configs: dict[str, str] | None = None) -> None:
     """Create a topic (a no-op if it already exists) and wait until metadata shows its leaders."""
@@ -388,13 +391,11 @@ def create_topic(bootstrap: str, name: str, partitions: int, configs: dict[str, 
         admin.close()
 
 
-def produce_raw(bootstrap: str, topic: str, records: Iterable[RawRecord],
-                **_ignored: object) -> list[tuple[int, int]]:
+def produce_raw(bootstrap: str, topic: str, records: Iterable[RawRecord]) -> list[tuple[int, int]]:
     """Produce raw key/value bytes in order; return each record's (partition, offset).
 
-    Real Kafka's end offsets are exact, so tansu's one-record tail batches are not needed (the old
-    `single_record_tail` argument is accepted and ignored). kafka-python will not send to an
-    internal topic at all (its partitioner finds no partitions for one): see `produce_internal`.
+    kafka-python will not send to an internal topic at all (its partitioner finds no partitions
+    for one): see `produce_internal`.
     """
     from kafka import KafkaProducer
 

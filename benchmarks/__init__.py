@@ -1,0 +1,3 @@
+"""Benchmarks: each module prints figures and asserts nothing. Run one from the repository root as
+`python -m benchmarks.<name>` (the `test` extra installed: some start a Kafka broker from
+tests/support). Modules whose names start with an underscore are helpers."""
