@@ -1,18 +1,18 @@
 """groupscope's view of consumer groups against Kafka's own, field by field (docs/kafka-parity.md).
 
 Both sides are brought to one shape, `GroupView`, and `differences` lists every field they
-disagree on. Kafka's side comes from the broker's APIs: ListGroups and DescribeGroups through
-kafka-python (type, protocol type, state, classic members with their static instance ids), and
-Kafka's consumer-group command (KIP-848 groups' epochs, members, current and target assignments;
-committed offsets, log end offsets and lag of every group). groupscope's side comes from its
-`/metrics` and, for what no series carries (which partitions each member owns), from the job's
-history snapshots.
+disagree on. Kafka's side comes from the broker's ListGroups (kafka-python: which groups exist,
+their type and protocol type) and, for everything else, either Kafka's AdminClient in a
+long-lived harness JVM (`kafka_views`, every look) or Kafka's consumer-group command
+(`kafka_views_from_command`, one look per lane, so the command's path stays covered).
+groupscope's side comes from its `/metrics` and, for what no series carries (which partitions
+each member owns), from the job's history snapshots.
 """
 from __future__ import annotations
 
 import concurrent.futures
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from tests.support.groupscope_job import CLUSTER, GroupscopeJob, Samples
 from tests.support.kafka_broker import KafkaBroker
@@ -41,6 +41,7 @@ class GroupView:
     epoch: int | None      # KIP-848 group epoch (Kafka does not show a classic generation)
     target_epoch: int | None
     members: dict[str, MemberView] | None  # None: this side did not describe the members
+    instance_ids_shown: bool = True  # False: Kafka's view cannot tell static members (rule 4)
     committed: dict[TP, int] = field(default_factory=dict)
     log_end: dict[TP, int] = field(default_factory=dict)
     lag: dict[TP, int] = field(default_factory=dict)
@@ -72,13 +73,51 @@ def _classic_members(described: dict[str, Any]) -> dict[str, MemberView]:
     return out
 
 
-def kafka_views(broker: KafkaBroker, groups: Iterable[str]) -> Views:
-    """Kafka's view of `groups` (absent: Kafka does not know the group)."""
+def _listed(broker: KafkaBroker, groups: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """ListGroups rows of those of `groups` Kafka knows."""
     wanted = set(groups)
     admin = _admin(broker)
     try:
-        listed = {g["group_id"]: g for g in admin.list_groups() if g["group_id"] in wanted}
-        classic = [g for g, row in listed.items() if row["group_type"] == "classic"]
+        return {g["group_id"]: g for g in admin.list_groups() if g["group_id"] in wanted}
+    finally:
+        admin.close()
+
+
+def _admin_pairs(pairs: list[list[Any]] | None) -> tuple[TP, ...] | None:
+    return None if pairs is None else tuple(sorted((t, p) for t, p in pairs))
+
+
+def kafka_views(broker: KafkaBroker, describe: Callable[[list[str]], dict[str, dict[str, Any]]],
+                groups: Iterable[str]) -> Views:
+    """Kafka's view of `groups` through its AdminClient (`describe`: a harness JVM's, see
+    tests/support/parity_clients.py); absent: Kafka does not know the group."""
+    listed = _listed(broker, groups)
+    described = describe(sorted(listed)) if listed else {}
+    views: Views = {}
+    for name, row in listed.items():
+        d = described[name]
+        if "error" in d:  # e.g. deleted between the listing and the description: look again
+            raise RuntimeError(f"AdminClient could not describe {name}: {d['error']}")
+        members = {m["id"]: MemberView(m["client"], m["host"], m["instance"], _admin_pairs(m["assigned"]) or (),
+                                       _admin_pairs(m["target"]), m["epoch"])
+                   for m in d["members"]}
+        view = GroupView(row["group_type"], row["protocol_type"], d["state"], d["assignor"],
+                         d["group_epoch"], d["target_epoch"], members)
+        view.committed = {(t, p): o for t, p, o in d["committed"]}
+        view.log_end = {(t, p): o for t, p, o in d["log_end"]}
+        # As the command computes it: the log end minus the committed offset.
+        view.lag = {tp: view.log_end[tp] - o for tp, o in view.committed.items() if tp in view.log_end}
+        views[name] = view
+    return views
+
+
+def kafka_views_from_command(broker: KafkaBroker, groups: Iterable[str]) -> Views:
+    """Kafka's view of `groups` through ListGroups, DescribeGroups (classic groups) and Kafka's
+    consumer-group command (absent: Kafka does not know the group)."""
+    listed = _listed(broker, groups)
+    classic = [g for g, row in listed.items() if row["group_type"] == "classic"]
+    admin = _admin(broker)
+    try:
         described = admin.describe_groups(classic) if classic else {}
     finally:
         admin.close()
@@ -111,10 +150,11 @@ def kafka_views(broker: KafkaBroker, groups: Iterable[str]) -> Views:
                                                  None if m.target_assignment is None else _pairs(m.target_assignment),
                                                  m.current_epoch)
                        for m in members_out if m.group == name}
+            epoch = _int(extra.get("GROUP-EPOCH"))
             views[name] = GroupView("consumer", row["protocol_type"], row["group_state"],
                                     (state.assignment_strategy or "") if state else "",
-                                    _int(extra.get("GROUP-EPOCH")), _int(extra.get("TARGET-ASSIGNMENT-EPOCH")),
-                                    members)
+                                    epoch, _int(extra.get("TARGET-ASSIGNMENT-EPOCH")),
+                                    members, instance_ids_shown=epoch is not None)
     for row in offsets:
         view = views.get(row.group)
         if view is None:
@@ -252,7 +292,7 @@ def _group_differences(name: str, k: GroupView, g: GroupView) -> list[str]:
             km, gm = k.members[mid], g.members[mid]  # type: ignore[index]
             check(f"member {mid} client_id", km.client_id, gm.client_id)
             check(f"member {mid} host", km.host, gm.host)
-            if k.group_type == "classic" or k.epoch is not None:  # Rule 4: not on 3.9's command
+            if k.instance_ids_shown:  # Rule 4: not on 3.9's command
                 check(f"member {mid} instance_id", km.instance_id, gm.instance_id)
             if not _same_assignment(km.assigned, gm.assigned):
                 check(f"member {mid} assigned", km.assigned, gm.assigned)

@@ -31,9 +31,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * consumers by writing commands on stdin, one per line:
  *
  *   add NAME       start a consumer with client.id NAME (and group.instance.id NAME with --static)
+ *   add NAME k=v.. the same, with this consumer's own settings in place of the command line's:
+ *                  group, topic, protocol, assignor, instance (its group.instance.id), session-ms,
+ *                  heartbeat-ms; so one JVM can hold members of many groups (the parity tests)
  *   stop NAME      graceful close: commit, revoke, leave the group
  *   kill NAME      close without leaving (REMAIN_IN_GROUP): the coordinator notices only when the
  *                  session expires, as after a crash (the close still commits, a crash would not)
+ *   describe ID G.. answer one line {"ev":"described","id":ID,"groups":{...}}: Kafka's view of
+ *                  groups G.. through its AdminClient (AdminView)
  *   quit           stop every consumer gracefully, then exit
  *
  * Every line has "t" (epoch ms), "c" (consumer name) and "ev". Events: subscribed, joined (the first
@@ -53,6 +58,7 @@ public final class ClientHarness {
 
     private final Map<String, String> options;
     private final Map<String, Member> members = new ConcurrentHashMap<>();
+    private AdminView adminView;  // made at the first describe
 
     private ClientHarness(Map<String, String> options) {
         this.options = options;
@@ -63,9 +69,10 @@ public final class ClientHarness {
         for (int i = 0; i + 1 < args.length; i += 2) {
             options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
         }
-        for (String required : List.of("bootstrap", "topic", "group")) {
+        // topic and group may instead come with each `add` (see the class comment).
+        for (String required : List.of("bootstrap")) {
             if (!options.containsKey(required)) {
-                System.err.println("usage: ClientHarness --bootstrap H:P --topic T --group G [--protocol classic|consumer]"
+                System.err.println("usage: ClientHarness --bootstrap H:P [--topic T --group G] [--protocol classic|consumer]"
                         + " [--assignor A] [--static true] [--session-ms N] [--heartbeat-ms N]"
                         + " [--auto-commit-ms N] [--max-poll-records N] [--max-poll-interval-ms N]"
                         + " [--sample-ms N] [--slow-ms N]");
@@ -86,7 +93,8 @@ public final class ClientHarness {
             if (words.length < 2) continue;
             String name = words[1];
             switch (words[0]) {
-                case "add" -> members.computeIfAbsent(name, n -> new Member(n, options)).start();
+                case "add" -> members.computeIfAbsent(name, n -> new Member(n, withOverrides(words))).start();
+                case "describe" -> describe(name, List.of(words).subList(2, words.length));
                 case "stop" -> retire(name, false);
                 case "kill" -> retire(name, true);
                 default -> emit("harness", "unknown-command", ",\"line\":" + quote(line));
@@ -96,9 +104,33 @@ public final class ClientHarness {
         List<Member> left = new ArrayList<>(members.values());
         left.forEach(m -> m.stop(false));
         for (Member m : left) m.thread.join(60_000);
+        if (adminView != null) adminView.close();
         emit("harness", "exit", "");
         OUT.flush();
         System.exit(0);
+    }
+
+    /** The command line's options, with `add NAME k=v ...`'s settings for this consumer on top. */
+    private Map<String, String> withOverrides(String[] words) {
+        Map<String, String> own = new HashMap<>(options);
+        for (int i = 2; i < words.length; i++) {
+            String[] kv = words[i].split("=", 2);
+            if (kv.length == 2) own.put(kv[0], kv[1]);
+        }
+        if (own.containsKey("instance")) {
+            own.put("static", "false");  // the named instance id wins over --static's
+        }
+        return own;
+    }
+
+    private void describe(String id, List<String> groups) {
+        try {
+            if (adminView == null) adminView = new AdminView(options.get("bootstrap"));
+            String view = adminView.describe(groups);
+            emit("harness", "described", ",\"id\":" + quote(id) + ",\"groups\":" + view);
+        } catch (Exception e) {  // the driver sees the error and asks again
+            emit("harness", "described", ",\"id\":" + quote(id) + ",\"error\":" + quote(e.toString()));
+        }
     }
 
     private void retire(String name, boolean abrupt) {
@@ -157,6 +189,8 @@ public final class ClientHarness {
             }
             if (Boolean.parseBoolean(o.getOrDefault("static", "false"))) {
                 p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, name);
+            } else if (o.containsKey("instance")) {
+                p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, o.get("instance"));
             }
             return p;
         }
@@ -209,15 +243,24 @@ public final class ClientHarness {
             }
             sample();
             emit(name, "closing", ",\"abrupt\":" + abrupt);
-            CloseOptions how = CloseOptions.groupMembershipOperation(abrupt
-                    ? CloseOptions.GroupMembershipOperation.REMAIN_IN_GROUP
-                    : CloseOptions.GroupMembershipOperation.DEFAULT);
             try {
-                consumer.close(how.withTimeout(Duration.ofSeconds(30)));
+                if (abrupt) {
+                    closeRemainingInGroup();
+                } else {
+                    // close(Duration), not CloseOptions (4.1+): the same harness also runs on
+                    // Kafka 3.9's kafka-clients (tests/support/parity_clients.py).
+                    consumer.close(Duration.ofSeconds(30));
+                }
             } catch (RuntimeException e) {
                 emit(name, "error", ",\"error\":" + quote(e.toString()));
             }
             emit(name, "closed", "");
+        }
+
+        /** Only on kafka-clients 4.1+, where CloseOptions exists. */
+        void closeRemainingInGroup() {
+            consumer.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.REMAIN_IN_GROUP)
+                    .withTimeout(Duration.ofSeconds(30)));
         }
 
         void process(ConsumerRecord<byte[], byte[]> r) {
