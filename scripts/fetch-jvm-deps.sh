@@ -6,7 +6,7 @@
 #   KAFKA_VERSIONS       Kafka releases to fetch (default: "4.4.0 3.9.2")
 #   SPARK_KAFKA_VERSION  spark-sql-kafka-0-10 version (default: the pyspark pin in pyproject.toml);
 #                        "none" skips it. A version Maven Central does not serve is a warning only:
-#                        no test needs the connector yet.
+#                        tests/broker/test_spark_kafka_source.py skips without the connector.
 #   HARNESS              "none" skips building the client harness (jvm/harness: real KafkaConsumers
 #                        for tests/broker/test_rebalance_truth.py and benchmarks/rebalance_truth.py)
 set -euo pipefail

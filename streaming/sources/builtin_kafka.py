@@ -13,6 +13,11 @@ from streaming.sources.kafka_options import spark_kafka_options
 from streaming.kafka.records import KAFKA_SCHEMA
 
 SCALA_VERSION = "2.13"
+# Spark's default offset lookup for its Kafka source (through Kafka's admin client) finds no
+# partition of `__consumer_offsets`: on a real Kafka 4.4 broker a query over it read 0 records
+# in every micro-batch (Spark 4.2.0's connector; tests/broker/test_spark_kafka_source.py). The
+# consumer-based lookup this setting selects finds all 50.
+CONSUMER_OFFSET_LOOKUP = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 
 
 def kafka_package() -> str:
@@ -21,8 +26,10 @@ def kafka_package() -> str:
 
 def missing_package_message() -> str:
     return (f"source.type kafka needs Spark's Kafka connector, which is not on the classpath: "
-            f"start Spark with --packages {kafka_package()} (or spark.jars.packages in "
-            f"spark.conf), or use source.type kafka-python")
+            f"put its jars in spark.jars in spark.conf (scripts/fetch-jvm-deps.sh fetches them "
+            f"into .cache/spark-kafka-{pyspark.__version__}/jars), or start Spark with "
+            f"--packages {kafka_package()} (or spark.jars.packages in spark.conf), or use "
+            f"source.type kafka-python")
 
 
 def _is_missing_kafka(exc: Exception) -> bool:
@@ -35,6 +42,8 @@ def _is_missing_kafka(exc: Exception) -> bool:
 def builtin_kafka_stream(spark: SparkSession, source) -> DataFrame:
     """`source` is a streaming.config.SourceConfig."""
     options = spark_kafka_options(source)
+    if spark.conf.get(CONSUMER_OFFSET_LOOKUP, None) is None:  # unless the user chose
+        spark.conf.set(CONSUMER_OFFSET_LOOKUP, "true")
     try:
         frame = spark.readStream.format("kafka").options(**options).load()
     except Exception as exc:

@@ -9,6 +9,7 @@ import base64
 import json
 import uuid
 
+import pyspark
 import pytest
 
 from tests.support.kafka_broker import create_topic, produce_raw
@@ -105,4 +106,5 @@ def test_builtin_kafka_source_without_its_jars_says_what_to_add(spark, tmp_path)
         build_source(spark, config)
     message = str(caught.value)
     assert "\n" not in message
-    assert "--packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0" in message
+    assert f"--packages org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}" in message
+    assert f".cache/spark-kafka-{pyspark.__version__}/jars" in message
