@@ -7,6 +7,7 @@
 source "$(dirname "$0")/common.sh"
 wait_for_kafka
 STEP_SECONDS="${STEP_SECONDS:-120}"
+SLOW_PAUSE_SECONDS="${SLOW_PAUSE_SECONDS:-90}"   # demo-slow's time away between visits
 declare -A MEMBERS   # group -> space-separated pids, oldest first
 
 start_member() {  # group, topic, extra kafka-console-consumer arguments...
@@ -48,7 +49,7 @@ slow_group() {  # reads 500 messages, leaves, comes back later: lag, rebalances,
   while true; do
     "$KAFKA_BIN/kafka-console-consumer.sh" --bootstrap-server "$BOOTSTRAP" --topic clicks \
       --group demo-slow --max-messages 500 >/dev/null 2>&1 || true
-    sleep 90
+    sleep "$SLOW_PAUSE_SECONDS"
   done
 }
 

@@ -146,3 +146,39 @@ def parse_state(stdout: str) -> list[GroupState]:
 def parse_list(stdout: str) -> list[str]:
     """`--list`: one group id a line."""
     return [line.strip() for line in stdout.splitlines() if line.strip()]
+
+
+# -- share groups (ShareGroupCommand) and streams groups (StreamsGroupCommand), 4.4 ----------------
+# Share --members --verbose: GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS MEMBER-EPOCH ASSIGNMENT
+#   (ASSIGNMENT "t:0,2"); --state --verbose: GROUP COORDINATOR (ID) STATE GROUP-EPOCH ASSIGNMENT-EPOCH
+#   #MEMBERS. Both fit parse_tables.
+# Streams --members --verbose: GROUP TARGET-ASSIGNMENT-EPOCH TOPOLOGY-EPOCH MEMBER MEMBER-PROTOCOL
+#   MEMBER-EPOCH PROCESS CLIENT-ID ASSIGNMENTS, the last cell with spaces in it
+#   ("ACTIVE: 0:[0,1,2]; TARGET-ACTIVE: 0:[0,1,2]; "); --state --verbose: GROUP COORDINATOR (ID)
+#   ASSIGNOR STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS.
+
+
+def parse_last_column_rows(stdout: str) -> list[dict[str, str]]:
+    """Rows of a table whose last column's cells may hold spaces (split on whitespace as many
+    times as there are other columns)."""
+    rows: list[dict[str, str]] = []
+    header: list[str] | None = None
+    for line in stdout.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("GROUP "):
+            header = line.split()
+            continue
+        if header is not None:
+            rows.append(dict(zip(header, line.strip().split(None, len(header) - 1))))
+    return rows
+
+
+def parse_streams_tasks(text: str) -> dict[str, dict[str, list[int]]]:
+    """"ACTIVE: 0:[0,1,2]; TARGET-ACTIVE: 0:[0,1]; " -> {"ACTIVE": {"0": [0, 1, 2]}, ...}: the
+    tasks of each kind, by subtopology."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for kind, tasks in re.findall(r"([A-Z-]+):((?:\s*[^;:\s]+:\[[^\]]*\])*)", text):
+        out[kind] = {sub: [int(p) for p in parts.split(",") if p]
+                     for sub, parts in re.findall(r"([^;:\s]+):\[([^\]]*)\]", tasks)}
+    return out

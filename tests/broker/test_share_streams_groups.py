@@ -1,0 +1,143 @@
+"""Share groups (KIP-932) and streams groups (KIP-1071) on Kafka 4.4: groupscope's view of each
+against Kafka's own commands (ShareGroupCommand, StreamsGroupCommand), while members come and go.
+
+Share members are Kafka's console share consumer; the streams application is
+jvm/streams-app/StreamsApp.java (tests/support/streams_app.py). Each look is repeated until both
+sides agree (a look at Kafka and one at groupscope are never at the same instant), so a failure
+shows the last disagreement.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from tests.support.groupscope_job import CLUSTER, GroupscopeJob, start_groupscope_job
+from tests.support.kafka_broker import KafkaBroker, create_topic
+from tests.support.kafka_tools import (parse_assignment, parse_last_column_rows, parse_streams_tasks,
+                                       parse_tables)
+from tests.support.streams_app import compile_streams_app, start_streams_app
+
+SHARE_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+STREAMS_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
+PARTITIONS = 3
+TIMEOUT_S = 90
+
+Side = dict[str, Any]  # {"state", "epoch", "assignment_epoch", "members": {id: (client, tasks, epoch)}}
+
+
+@pytest.fixture()
+def job(broker, tmp_path):
+    running = start_groupscope_job(broker.bootstrap, tmp_path / "job")
+    yield running
+    running.stop()
+
+
+def _produce(bootstrap: str, topic: str, count: int) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(count):
+        producer.send(topic, key=str(i).encode(), value=f"v{i}".encode())
+    producer.close()
+
+
+def _ours(job: GroupscopeJob, group: str, group_type: str) -> Side | None:
+    samples = job.scrape()
+    info = [dict(l) for l in samples.get("kafka_consumergroup_info", {})
+            if ("group", group) in l and ("cluster", CLUSTER) in l]
+    snapshot = job.snapshots().get(group)
+    if not info or snapshot is None:
+        return None
+    assert info[0]["group_type"] == group_type and info[0]["protocol_type"] == group_type, info
+    members = {m["member_id"]: (m["client_id"], tuple(sorted(tuple(tp) for tp in m["assigned"])),
+                                m["member_epoch"]) for m in snapshot["members"]}
+    count = samples.get("kafka_consumergroup_members", {}).get(frozenset({("cluster", CLUSTER), ("group", group)}))
+    assert count == len(members), f"{group}: kafka_consumergroup_members {count}, snapshot {sorted(members)}"
+    return {"state": info[0]["state"], "epoch": snapshot["generation"],
+            "assignment_epoch": snapshot["assignment_epoch"], "members": members}
+
+
+def _kafka_share(broker: KafkaBroker, group: str) -> Side:
+    args = ("--bootstrap-server", broker.bootstrap, "--describe", "--group", group, "--verbose")
+    state = parse_tables(broker.run_tool(SHARE_COMMAND, *args, "--state").stdout)
+    members = parse_tables(broker.run_tool(SHARE_COMMAND, *args, "--members").stdout)
+    return {"state": state[0]["STATE"], "epoch": int(state[0]["GROUP-EPOCH"]),
+            "assignment_epoch": int(state[0]["ASSIGNMENT-EPOCH"]),
+            "members": {m["CONSUMER-ID"]: (m["CLIENT-ID"], tuple(sorted(
+                (t, p) for t, parts in parse_assignment(m["ASSIGNMENT"]).items() for p in parts)),
+                int(m["MEMBER-EPOCH"])) for m in members}}
+
+
+def _kafka_streams(broker: KafkaBroker, group: str) -> Side:
+    args = ("--bootstrap-server", broker.bootstrap, "--describe", "--group", group, "--verbose")
+    state = parse_tables(broker.run_tool(STREAMS_COMMAND, *args, "--state").stdout)
+    members = parse_last_column_rows(broker.run_tool(STREAMS_COMMAND, *args, "--members").stdout)
+    return {"state": state[0]["STATE"], "epoch": int(state[0]["GROUP-EPOCH"]),
+            "assignment_epoch": int(state[0]["TARGET-ASSIGNMENT-EPOCH"]),
+            "members": {m["MEMBER"]: (m["CLIENT-ID"], tuple(sorted(
+                (sub, p) for sub, parts in parse_streams_tasks(m["ASSIGNMENTS"]).get("ACTIVE", {}).items()
+                for p in parts)), int(m["MEMBER-EPOCH"])) for m in members}}
+
+
+def _agree(kafka: Callable[[], Side], ours: Callable[[], Side | None], members: int, what: str) -> Side:
+    """Both views once they are equal, Kafka's with `members` members, all Stable."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        try:
+            k = kafka()
+        except (IndexError, KeyError, ValueError) as error:  # the group not yet (or no longer) described
+            k = {"error": repr(error)}
+        g = ours()
+        if k == g and len(k["members"]) == members and k["state"] == "Stable":
+            return k
+        assert time.monotonic() < deadline, f"{what}:\nKafka      {k}\ngroupscope {g}"
+        time.sleep(1.0)
+
+
+def _two_then_one(members: list[subprocess.Popen], kafka: Callable[[], Side],
+                  ours: Callable[[], Side | None], what: str) -> None:
+    """Two members share the topic's partitions on both sides; the first stops cleanly (SIGTERM:
+    the client closes and leaves), and both sides agree the other now holds them all."""
+    try:
+        two = _agree(kafka, ours, 2, f"two {what}")
+        assert sorted(p for _, tps, _ in two["members"].values() for _, p in tps) == list(range(PARTITIONS))
+        members[0].send_signal(signal.SIGTERM)
+        members[0].wait(timeout=60)
+        one = _agree(kafka, ours, 1, f"one {what} left")
+        assert one["epoch"] > two["epoch"]
+        assert len(next(iter(one["members"].values()))[1]) == PARTITIONS
+    finally:
+        for member in members:
+            member.kill()
+            member.wait(timeout=10)
+
+
+def test_share_group_members_come_and_go(broker, job) -> None:
+    run = uuid.uuid4().hex[:6]
+    topic, group = f"share-in-{run}", f"share-{run}"
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    _produce(broker.bootstrap, topic, 200)
+    consumers = [broker.start_tool(SHARE_CONSUMER, "--bootstrap-server", broker.bootstrap, "--topic", topic,
+                                   "--group", group, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for _ in range(2)]
+    _two_then_one(consumers, lambda: _kafka_share(broker, group), lambda: _ours(job, group, "share"),
+                  "share consumers")
+
+
+def test_streams_group_members_come_and_go(broker, job, tmp_path: Path) -> None:
+    run = uuid.uuid4().hex[:6]
+    source, sink, app_id = f"streams-in-{run}", f"streams-out-{run}", f"streams-app-{run}"
+    create_topic(broker.bootstrap, source, PARTITIONS)
+    create_topic(broker.bootstrap, sink, PARTITIONS)
+    _produce(broker.bootstrap, source, 200)
+    classpath = compile_streams_app(broker, tmp_path / "classes")
+    apps = [start_streams_app(broker, classpath, app_id, source, sink, tmp_path / f"state{i}") for i in range(2)]
+    _two_then_one(apps, lambda: _kafka_streams(broker, app_id), lambda: _ours(job, app_id, "streams"),
+                  "streams instances")
