@@ -1,5 +1,5 @@
 """groupscope on what real Kafka 4.4 writes to `__consumer_offsets` for transactions and after
-compaction (docs/kafka-parity.md, rules 9 and 10).
+compaction (docs/kafka-parity.md, rules 10 and 11).
 
 One private broker (its `__consumer_offsets` is compacted mid-module, which the session broker's
 other users must not see) and two `groupscope run` jobs:
