@@ -34,7 +34,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -52,6 +51,7 @@ from benchmarks.commit_load import (Connection, add_load_arguments, create_topic
 from tests.support.jvm_children import children_of
 from tests.support.kafka_broker import (DEFAULT_VERSION, JVM_FAST, KAFKA3_VERSION, REPO_ROOT,
                                         free_port, start_kafka)
+from tests.support.processes import stop_gracefully
 
 BURROW = Path("/usr/bin/Burrow")  # Debian's package names the binary with a capital B
 ZOOKEEPER_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
@@ -132,13 +132,8 @@ class Monitor:
         raise NotImplementedError
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        if self.process:
+            stop_gracefully(self.process, 60)
 
     def cpu(self) -> float:
         return tree_cpu_seconds(self.process.pid)

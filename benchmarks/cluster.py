@@ -3,14 +3,14 @@ nothing).
 
 The job runs as users run it on a cluster: `spark-submit --master spark://... --deploy-mode client
 deploy/groupscope/launch.py run`, on a master and N workers of 1 core each started from the
-installed PySpark on 127.0.0.1 (tests/support/spark_cluster.py). Its data is that of
-benchmarks/pipeline.py (an ordinary 50-partition topic in `__consumer_offsets`' record format,
-preloaded and loaded by that module's `fill` and `steady_producer`). For each worker count:
+installed PySpark on 127.0.0.1 (tests/support/spark_cluster.py). Its data are commits made
+through Kafka's OffsetCommit API (benchmarks/commit_load.py), so the broker writes
+`__consumer_offsets` itself: a preloaded backlog, then a steady load. For each worker count:
 
 * start-up: spark-submit until the exporter answers (driver JVM, executors, query start);
 * catch-up: from then until `groupscope_ready` is 1, i.e. the backlog the job saw at start is
   read; the backlog is the preload plus the commits of earlier runs' steady phases;
-* latency: the same job, caught up, while `steady_producer` commits at `--rate` commits/s; a
+* latency: the same job, caught up, while `commit_load.steady` commits at `--rate` commits/s; a
   commit's latency is the moment a scrape of /metrics first shows its commit timestamp minus that
   timestamp (so it includes up to one `--scrape-interval`), measured after `--settle` seconds.
 
@@ -33,8 +33,8 @@ import time
 import urllib.error
 from pathlib import Path
 
-from benchmarks.pipeline import COMMITS_TOPIC, create_commits_topic, fill, steady_producer
-from tests.support.kafka_broker import (OFFSETS_TOPIC_PARTITIONS, end_offsets, free_port,
+from benchmarks import commit_load
+from tests.support.kafka_broker import (OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS, end_offsets, free_port,
                                         start_kafka)
 from tests.support.scrape_support import scrape
 from tests.support.spark_cluster import (spark_cluster, spark_submit_command, start_submitted,
@@ -56,7 +56,6 @@ def job_env(base: dict[str, str], args, bootstrap: str, workdir: Path, port: int
     return {**base,
             "GROUPSCOPE_CLUSTER__NAME": CLUSTER_NAME,
             "GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": bootstrap,
-            "GROUPSCOPE_SOURCE__TOPIC": COMMITS_TOPIC,
             "GROUPSCOPE_SOURCE__STARTING_OFFSETS": "earliest",
             "GROUPSCOPE_CHECKPOINT__PATH": str(workdir / "checkpoint"),
             "GROUPSCOPE_HISTORY__PATH": str(workdir / "history"),
@@ -108,8 +107,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def steady_latencies(args, port: int, bootstrap: str, first_round: int) -> list[float]:
     """Latencies (s) of the commits made after `--settle` seconds of load at `--rate`."""
-    producer = multiprocessing.Process(target=steady_producer, args=(
-        bootstrap, args.groups, args.partitions, args.rate, args.settle + args.latency_seconds,
+    producer = multiprocessing.Process(target=commit_load.steady, args=(
+        bootstrap, args.rate, args.settle + args.latency_seconds, args.groups, args.partitions,
         first_round))
     seen = commit_timestamps(metrics_text(port) or "")
     producer.start()
@@ -132,7 +131,7 @@ def steady_latencies(args, port: int, bootstrap: str, first_round: int) -> list[
 
 
 def run_on_cluster(args, workers: int, bootstrap: str, workdir: Path, first_round: int) -> None:
-    backlog = sum(end_offsets(bootstrap, COMMITS_TOPIC, range(OFFSETS_TOPIC_PARTITIONS)).values())
+    backlog = sum(end_offsets(bootstrap, OFFSETS_TOPIC, range(OFFSETS_TOPIC_PARTITIONS)).values())
     with spark_cluster(workers=workers, cores=1, memory=args.worker_memory) as cluster:
         port = free_port()
         run_dir = workdir / f"workers-{workers}"
@@ -169,11 +168,11 @@ def run_on_cluster(args, workers: int, bootstrap: str, workdir: Path, first_roun
 
 
 def preload(bootstrap: str, args) -> int:
-    """benchmarks/pipeline.py's commits topic with its backlog; returns the rounds written."""
-    create_commits_topic(bootstrap)
+    """The backlog, committed through the OffsetCommit API; returns the rounds written."""
+    commit_load.create_topics(bootstrap, args.groups, args.partitions)
     started = time.perf_counter()
     rounds = args.records // (args.groups * args.partitions)
-    count = fill(bootstrap, args.groups, args.partitions, rounds)
+    count = commit_load.preload(bootstrap, args.groups, args.partitions, rounds)
     print(f"preloaded {count:,} commits in {time.perf_counter() - started:.1f}s: {args.groups} "
           f"groups x {args.partitions} partitions x {rounds} rounds ({os.cpu_count()} cores)")
     return rounds

@@ -170,7 +170,7 @@ class Connection:
         self.sock.close()
 
 
-def _ready_coordinator(bootstrap: str, groups: range) -> None:
+def wait_for_coordinators(bootstrap: str, groups: range) -> None:
     """Create `__consumer_offsets` (its first FindCoordinator does) and wait until every group's
     coordinator partition is loaded: one synchronous commit per group's partition of the topic,
     retried while the broker answers COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR."""
@@ -216,7 +216,7 @@ def preload(bootstrap: str, groups: int, partitions: int, rounds: int,
     partitions of groups `first_group` to `groups - 1`, as fast as the broker takes them; returns
     the commit count. The topics must exist (`create_topics`)."""
     _check_encoding()
-    _ready_coordinator(bootstrap, range(first_group, groups))
+    wait_for_coordinators(bootstrap, range(first_group, groups))
     shapes = [group_request(g, partitions) for g in range(first_group, groups)]
     links = [Connection(bootstrap) for _ in range(connections)]
     try:

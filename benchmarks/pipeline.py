@@ -1,14 +1,10 @@
 """End-to-end benchmark of the Spark job (prints figures; asserts nothing).
 
 Starts a throw-away Apache Kafka broker (tests/support/kafka_broker.py: the test broker, its jars
-from scripts/fetch-jvm-deps.sh), creates an ordinary 50-partition topic standing in for
-`__consumer_offsets` (COMMITS_TOPIC, the job's `source.topic`) and preloads it with offset commits
-of GROUPS groups x PARTITIONS partitions in `__consumer_offsets`' own record format, each group in
-its coordinator partition (`partition_for`), written round by round the way consumers commit: one
-request per group and round, so one record batch of PARTITIONS records, as a broker writes it.
-(Kafka refuses produce to `__consumer_offsets` for normal clients, and its group coordinator would
-load synthetic records written there. The next step is commits made through Kafka's OffsetCommit
-API, so that the job reads the real `__consumer_offsets` as the broker writes it.) Then:
+from scripts/fetch-jvm-deps.sh) and preloads `__consumer_offsets` with the offset commits of
+GROUPS groups x PARTITIONS partitions, made through Kafka's OffsetCommit API as standalone
+consumers make them (benchmarks/commit_load.py): round by round, one request per group and round,
+so the broker itself writes one record batch of PARTITIONS records per request. Then:
 
 * start-up: building the SparkSession (JVM launch), reported on its own;
 * throughput: `streaming.job.lifecycle.Job` from an empty checkpoint until every group's final offsets are
@@ -17,8 +13,9 @@ API, so that the job reads the real `__consumer_offsets` as the broker writes it
   apart). Run `--runs` times in the same session, each on a fresh checkpoint: the first run pays
   for JIT compilation and Python worker start-up;
 * latency: a job reading from `latest` while a separate process commits at `--rate` commits/s
-  (each group commits all its partitions in one request, groups spread evenly over the period);
-  the latency of a commit is the moment its offset reaches the view minus its commit timestamp.
+  through the OffsetCommit API (each group commits all its partitions in one request, groups
+  spread evenly over the period); the latency of a commit is the moment its offset reaches the
+  view minus its commit timestamp, which the broker sets when it writes the commit.
   It runs on a broker of its own (`--latency-broker`), measured after `--settle` seconds of load
   (default 60: the steady state, after the driver JVM's JIT has compiled what the job runs). The
   median of each 10 s of the measured load is printed too, so a job still warming up shows;
@@ -39,86 +36,15 @@ import multiprocessing
 import os
 import shutil
 import statistics
-import struct
 import tempfile
 import threading
 import time
 
+from benchmarks import commit_load
 from benchmarks._process_cpu import tree_cpu_seconds
-from coordinator import partition_for
-from coordinator.records import decode
+from benchmarks.commit_load import final_offset, group_name, topic_of
 from tests.support.jvm_children import children_of
-from tests.support.kafka_broker import OFFSETS_TOPIC_PARTITIONS, create_topic, start_kafka
-
-# An hour ago: commits older than the job's `expire_after` (7 days) would expire from the view.
-T0 = int(time.time() * 1000) - 3_600_000
-COMMITS_TOPIC = "bench-offsets"  # what the job reads (source.topic): see the module docstring
-
-
-def create_commits_topic(bootstrap: str) -> None:
-    create_topic(bootstrap, COMMITS_TOPIC, OFFSETS_TOPIC_PARTITIONS)
-
-
-def group_name(g: int) -> str:
-    return f"bench-group-{g:05d}"
-
-
-def topic_of(g: int) -> str:
-    return f"topic-{g % 100:03d}"
-
-
-def _string(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-def commit_key(group: str, topic: str, partition: int) -> bytes:
-    """OffsetCommitKey (type 1): version, group, topic, partition."""
-    return struct.pack(">h", 1) + _string(group) + _string(topic) + struct.pack(">i", partition)
-
-
-def commit_value(offset: int, commit_ts: int) -> bytes:
-    """OffsetCommitValue v3: offset, leader epoch, metadata "", commit timestamp."""
-    return struct.pack(">hqihq", 3, offset, 7, 0, commit_ts)
-
-
-def _check_layout() -> None:
-    record = decode(commit_key("g", "t", 3), commit_value(42, 99))
-    assert record.type == 1 and record.key == {"group": "g", "topic": "t", "partition": 3}, record
-    assert record.value["offset"] == 42 and record.value["commit_timestamp"] == 99, record
-
-
-def final_offset(rounds: int, partition: int) -> int:
-    return 1000 * rounds + partition
-
-
-def fill(bootstrap: str, groups: int, partitions: int, rounds: int) -> int:
-    """Produce rounds x groups x partitions commits; returns the record count."""
-    from confluent_kafka import Producer
-
-    # A broker writes each commit request as one batch: here a group's commits of one round.
-    # The group's records go to its coordinator partition one after another, so batches of
-    # `partitions` messages, held until full, are exactly those requests.
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5_000,
-                         "batch.num.messages": partitions,
-                         "queue.buffering.max.messages": 2_000_000,
-                         "queue.buffering.max.kbytes": 1 << 20})
-    keys = [[commit_key(group_name(g), topic_of(g), p) for p in range(partitions)]
-            for g in range(groups)]
-    homes = [partition_for(group_name(g)) for g in range(groups)]
-    count = 0
-    for r in range(1, rounds + 1):
-        for g in range(groups):
-            ts = T0 + r * 10_000 + g * 5
-            for p in range(partitions):
-                producer.produce(COMMITS_TOPIC, key=keys[g][p], partition=homes[g],
-                                 value=commit_value(1000 * r + p, ts), timestamp=ts)
-                count += 1
-                if count % 20_000 == 0:
-                    producer.poll(0)
-    producer.flush(300)
-    return count
-
+from tests.support.kafka_broker import start_kafka
 
 def base_config(args, workdir: str, name: str, bootstrap: str, starting: str, trigger_s: float,
                 max_records: int | None):
@@ -127,7 +53,7 @@ def base_config(args, workdir: str, name: str, bootstrap: str, starting: str, tr
 
     return Config(
         spark=SparkConfig(master="local[2]", conf=dict(args.conf)),
-        source=SourceConfig(type="kafka-python", bootstrap_servers=bootstrap, topic=COMMITS_TOPIC,
+        source=SourceConfig(type="kafka-python", bootstrap_servers=bootstrap,
                             client=args.client, starting_offsets=starting,
                             max_records_per_trigger=max_records),
         checkpoint=CheckpointConfig(path=os.path.join(workdir, name, "checkpoint")),
@@ -243,41 +169,6 @@ def stage_runs(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
               f"records/s; CPU JVM {jvm_alone:.1f}s + Python workers {jvm - jvm_alone:.1f}s")
 
 
-def steady_producer(bootstrap: str, groups: int, partitions: int, rate: float, seconds: float,
-                    first_round: int) -> None:
-    """Commits at `rate` records/s: each group commits all its partitions at once, groups spread
-    evenly over the period. The commit timestamp is the wall clock at send time."""
-    from confluent_kafka import Producer
-
-    # A consumer's commit of all its partitions is one request, written as one record batch:
-    # linger.ms lets the 25 records of a group leave together, and the keys are built once, so
-    # that this load generator takes less of the machine the job is measured on.
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    keys = [[commit_key(group_name(g), topic_of(g), p) for p in range(partitions)]
-            for g in range(groups)]
-    homes = [partition_for(group_name(g)) for g in range(groups)]
-    period = groups * partitions / rate
-    started = time.time()
-    r = first_round
-    while time.time() - started < seconds:
-        round_start = started + (r - first_round) * period
-        for g in range(groups):
-            due = round_start + g * period / groups
-            pause = due - time.time()
-            if pause > 0:
-                time.sleep(pause)
-            now_ms = int(time.time() * 1000)
-            for p in range(partitions):
-                producer.produce(COMMITS_TOPIC, key=keys[g][p],
-                                 value=commit_value(1000 * r + p, now_ms),
-                                 partition=homes[g], timestamp=now_ms)
-            producer.poll(0)
-            if time.time() - started >= seconds:
-                break
-        r += 1
-    producer.flush(30)
-
-
 def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     from streaming.job.lifecycle import Job
 
@@ -314,9 +205,9 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
             print(f"read the preloaded commits {time.perf_counter() - waiting_since:.1f}s after "
                   "the warm-up")
         rounds = args.records // (args.groups * args.partitions)
-        producer = multiprocessing.Process(target=steady_producer, args=(
-            bootstrap, args.groups, args.partitions, args.rate, args.settle + args.latency_seconds,
-            rounds + 1))
+        producer = multiprocessing.Process(target=commit_load.steady, args=(
+            bootstrap, args.rate, args.settle + args.latency_seconds, args.groups,
+            args.partitions, rounds + 1))
         producer.start()
         time.sleep(args.settle)  # under load before measuring: the JVM's JIT warms up
         before = cpu.sample()
@@ -395,15 +286,14 @@ def main() -> None:
     parser.add_argument("--conf", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
                         help="extra Spark setting key=value (repeatable)")
     args = parser.parse_args()
-    _check_layout()
 
     broker = start_kafka()
     workdir = tempfile.mkdtemp(prefix="groupscope-pipeline-")
     try:
-        create_commits_topic(broker.bootstrap)
+        commit_load.create_topics(broker.bootstrap, args.groups, args.partitions)
         rounds = args.records // (args.groups * args.partitions)
         t0 = time.perf_counter()
-        records = fill(broker.bootstrap, args.groups, args.partitions, rounds)
+        records = commit_load.preload(broker.bootstrap, args.groups, args.partitions, rounds)
         print(f"preloaded {records:,} commits ({args.groups} groups x {args.partitions} partitions "
               f"x {rounds} rounds) in {time.perf_counter() - t0:.1f}s; client {args.client}")
         from streaming.job.session import build_spark
@@ -423,7 +313,11 @@ def main() -> None:
                 # A broker holding only the load's commits: its CPU figure is the load's alone.
                 latency_broker = start_kafka()
                 try:
-                    create_commits_topic(latency_broker.bootstrap)
+                    commit_load.create_topics(latency_broker.bootstrap, args.groups,
+                                              args.partitions)
+                    # its group coordinators loaded before the load starts committing
+                    commit_load.wait_for_coordinators(latency_broker.bootstrap,
+                                                      range(args.groups))
                     cpu.broker_pid = latency_broker.process.pid
                     latency_run(spark, args, workdir, latency_broker.bootstrap, cpu)
                 finally:

@@ -8,7 +8,6 @@ from there.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 import urllib.error
@@ -20,6 +19,7 @@ from typing import Any
 from streaming.job.history import latest_snapshots, read_history
 from tests.support.kafka_broker import REPO_ROOT, free_port
 from tests.support.scrape_support import parse, scrape
+from tests.support.processes import stop_gracefully
 
 GROUPSCOPE = REPO_ROOT / ".venv" / "bin" / "groupscope"
 CLUSTER = "parity"
@@ -56,13 +56,7 @@ class GroupscopeJob:
 
     def stop(self) -> None:
         """SIGTERM (the job's clean stop), SIGKILL after 30 s."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        stop_gracefully(self.process, 30)
 
 
 def _config(bootstrap: str, workdir: Path, port: int) -> str:

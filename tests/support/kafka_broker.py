@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -29,6 +28,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
+
+from tests.support.processes import stop_gracefully
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE = REPO_ROOT / ".cache"
@@ -181,13 +182,7 @@ class KafkaBroker:
     def _terminate(self, timeout: float = 30.0) -> None:
         """SIGTERM (Kafka's shutdown hook: controlled shutdown, flush, clean-shutdown marker), then
         SIGKILL if it has not exited within `timeout`."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        stop_gracefully(self.process, timeout)
 
     def stop(self) -> None:
         """Stop the broker and delete its data and logs."""
