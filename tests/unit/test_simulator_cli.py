@@ -56,3 +56,29 @@ def test_whatif_bad_input(tmp_path, capsys):
     assert main(["whatif", str(bad)]) == 2
     assert "bad.jsonl:1: not a capture record" in capsys.readouterr().err
     assert main(["whatif", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_whatif_replays_the_groups_history_under_every_strategy(tmp_path, capsys):
+    main(["simulate", "join-one", "--strategy", "sticky", "--out", str(tmp_path), "--seed", "2"])
+    simulated = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("sticky"))
+    assert main(["whatif", str(tmp_path / "join-one-sticky.capture.jsonl"), "--processing-rate", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "replay: this group's 1 membership changes (4 -> 5 members)" in out
+    assert "topics at events 100.0/s, latency budget 5 s" in out
+    rows = {line.split()[0]: line.split() for line in out.split("replay:")[1].splitlines()[2:8]}
+    assert set(rows) == {"range", "roundrobin", "sticky", "cooperative-sticky", "server-uniform", "server-range"}
+    # The replay of sticky's own history gives what the simulation of it gave: rebalances, moved.
+    assert rows["sticky"][2:4] == simulated.split()[2:4]
+    assert "least harm: " in out
+
+
+def test_whatif_replay_flags(tmp_path, capsys):
+    main(["simulate", "join-one", "--strategy", "range", "--out", str(tmp_path)])
+    capture = str(tmp_path / "join-one-range.capture.jsonl")
+    capsys.readouterr()
+    assert main(["whatif", capture, "--rate", "events=fast"]) == 2
+    assert "--rate expects TOPIC=N" in capsys.readouterr().err
+    assert main(["whatif", capture, "--rate", "events=400", "--budget", "2"]) == 0
+    assert "topics at events 400.0/s, latency budget 2 s" in capsys.readouterr().out
+    assert main(["whatif", capture, "--no-replay"]) == 0
+    assert "replay:" not in capsys.readouterr().out
