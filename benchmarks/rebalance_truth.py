@@ -30,6 +30,7 @@ consumers, 2 restarted, 120 messages/s), so a small run takes a few minutes.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import tempfile
@@ -63,7 +64,29 @@ class Phase:
     downtime: dict[int, float]           # groupscope's per-partition downtime (s), longest per partition
     gs_owners: dict[str, set[int]]
     rate_per_partition: float
+    since_ms: float = 0.0                # the phase's action began (wall clock)
+    until_ms: float = 0.0                # the clients had settled
+    down_ms: float | None = None         # restart: from the stop to the start again
+    starts_ms: list[float] = field(default_factory=list)  # consumers started in it: subscribe, ms after since
+    baseline_wait_s: float | None = None # a message's longest wait in the quiet seconds before it
     notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The phase's figures as JSON, for `--save` (and the simulator comparison)."""
+        t = self.truth
+        return {"strategy": self.strategy, "phase": self.name, "protocol": self.protocol,
+                "since_ms": self.since_ms, "until_ms": self.until_ms, "down_ms": self.down_ms, "notes": self.notes,
+                "starts_ms": self.starts_ms, "baseline_wait_s": self.baseline_wait_s,
+                "truth": {"start_ms": t.start_ms, "end_ms": t.end_ms, "duration_s": t.duration_s,
+                          "generations": t.generations, "moved": sorted(t.moved),
+                          "latency_ms": self.latency_ms, "longest_wait_s": self.longest_wait_s(),
+                          "delayed": self.true_delayed(),
+                          "waits": {str(p): w for p, w in sorted(self.waits.items())}},
+                "groupscope": {"duration_s": self.gs_duration, "sync_s": self.gs_sync,
+                               "moved": sorted(self.gs_moved), "assignment_exact": self.gs_owners == t.owners,
+                               "downtime": {str(p): s for p, s in sorted(self.downtime.items())},
+                               "delayed_estimate": self.gs_delayed()},
+                "rate_per_partition": self.rate_per_partition}
 
     @property
     def gs_duration(self) -> float | None:
@@ -100,11 +123,24 @@ class Phase:
 
 # ----- driving one group ------------------------------------------------------------------------
 
+def starts_after(log: ClientLog, since_ms: float, until_ms: float) -> list[float]:
+    """When the consumers started in a phase subscribed, in ms after the phase's action."""
+    return [e["t"] - since_ms for e in log.events if e["ev"] == "subscribed" and since_ms <= e["t"] <= until_ms]
+
+
+def baseline_wait(log: ClientLog, since_ms: float, seconds: float = 5.0) -> float | None:
+    """The median over partitions of a message's longest wait in the `seconds` before a phase:
+    how long messages wait when nothing rebalances (poll loop and fetch), which a partition's
+    longest wait in a rebalance includes on top of its stall."""
+    waits = [w["max_wait_ms"] for w in log.waits(since_ms - seconds * 1000, since_ms).values()]
+    return statistics.median(waits) / 1000.0 if waits else None
+
+
 def _settled(log: ClientLog, members: set[str], partitions: int, quiet_ms: int) -> bool:
     now = time.time() * 1000
     owners = log.owners_at(now)
     covered = sorted(p for c in members for p in owners.get(c, ()))
-    last = max((e["t"] for e in log.events if e["ev"] in ("revoked", "assigned", "lost", "subscribed")), default=now)
+    last = max((e["t"] for e in log.events if e["ev"] in ("revoked", "assigned", "lost", "subscribed", "closing", "closed")), default=now)
     return set(owners) == members and covered == list(range(partitions)) and now - last >= quiet_ms
 
 
@@ -170,6 +206,7 @@ def run_canary(bootstrap: str, job: GroupscopeJob, protocol: str, assignor: str,
     rate_pp = args.rate / args.partitions
     quiet = max(4000, 2 * args.heartbeat_ms)
     phases: list[Phase] = []
+    down: dict[str, float] = {}
 
     def phase(label: str, members: set[str], action: Any) -> None:
         since = time.time() * 1000
@@ -180,7 +217,8 @@ def run_canary(bootstrap: str, job: GroupscopeJob, protocol: str, assignor: str,
         truth = log.rebalance_between(since, until, join_from_latency=protocol == "classic")
         events, downtime, gs_owners = _groupscope_view(job, topic, since, until, truth.owners)
         p = Phase(name, label, protocol, truth, _latencies(log, members, since, until), log.waits(since, until + 1500),
-                  events, downtime, gs_owners, rate_pp)
+                  events, downtime, gs_owners, rate_pp, since, until, down.get(label),
+                  starts_after(log, since, until), baseline_wait(log, since))
         if not ok:
             p.notes.append(f"not settled within {args.phase_timeout}s")
         phases.append(p)
@@ -193,8 +231,10 @@ def run_canary(bootstrap: str, job: GroupscopeJob, protocol: str, assignor: str,
         restarted = sorted(first)[:k]
 
         def restart() -> None:
+            stopped = time.time() * 1000
             h.stop(*restarted)
             h.wait_closed(restarted)
+            down["restart"] = time.time() * 1000 - stopped
             h.add(*restarted)
         phase("restart", first, restart)
     finally:
@@ -420,6 +460,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--phase-timeout", type=float, default=180.0)
     parser.add_argument("--lag-seconds", type=float, default=120.0, help="0 skips the time-lag check")
     parser.add_argument("--quiet-every", type=float, default=30.0)
+    parser.add_argument("--save", type=Path, help="write every phase's figures to this JSON file")
     args = parser.parse_args(argv)
     args.n = max(2, round(args.consumers * args.scale))
     args.k = max(1, round(args.restarted * args.scale))
@@ -449,6 +490,10 @@ def main(argv: list[str] | None = None) -> None:
         for p in phases:
             print_phase(p)
         summary(phases)
+        if args.save:
+            settings = {k: v for k, v in vars(args).items() if k != "save"}
+            args.save.write_text(json.dumps({"settings": settings, "phases": [p.to_dict() for p in phases]}, indent=1))
+            print(f"phases saved to {args.save}")
         if args.lag_seconds > 0:
             lag_summary(time_lag_check(broker.bootstrap, job, producer, args.lag_seconds, args.quiet_every, run))
     finally:

@@ -39,7 +39,7 @@ class Client:
         self.coordinator = coordinator
         self.index = index
         self.name = f"consumer-{index}"
-        self.client_id = f"consumer-{sim.scenario.group}-{index}"
+        self.client_id = spec.client_id.format(group=sim.scenario.group, index=index)
         self.host = f"/10.0.{index // 250}.{index % 250 + 1}"
         self.instance_id = f"{sim.scenario.group}-instance-{index}" if spec.static else None
         self.spec = spec
@@ -70,7 +70,8 @@ class Client:
         self.life += 1
         self.owned = set()
         self.member_id = None  # a new process; a static member is recognised by its instance id
-        startup = self.spec.startup_ms + self.sim.rng.randint(0, max(1, self.spec.startup_ms // 2))
+        jitter = self.spec.startup_ms // 2 if self.spec.startup_jitter_ms is None else self.spec.startup_jitter_ms
+        startup = self.spec.startup_ms + self.sim.rng.randint(0, max(1, jitter))
         self.later(startup, self.begin)
         self._auto_commit_token = 0
         self.reset_auto_commit()

@@ -50,7 +50,11 @@ class ClientSpec:
     auto_commit_interval_ms: int = 5000
     static: bool = False                 # group.instance.id set
     startup_ms: int = 500                # process start to first request
+    startup_jitter_ms: int | None = None # up to this much more, per consumer (default: startup_ms / 2)
     poll_delay_ms: int = 100             # up to this long before poll() acts on a rejoin request
+    # client.id of the consumer with this index (from 0); the classic coordinator's member id is
+    # client.id + "-" + a UUID, so range and roundrobin order members by it
+    client_id: str = "consumer-{group}-{index}"
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,8 @@ _TOP_KEYS = {"name", "description", "group", "duration", "topics", "consumers", 
              "latency_budget", "start_ms", "offsets_topic_partitions", "network_ms", "assignment_ms",
              "initial_rebalance_delay_ms", "consumer_heartbeat_interval_ms", "lag_sample"}
 _CLIENT_KEYS = {"count", "topics", "processing_rate", "session_timeout_ms", "heartbeat_interval_ms",
-                "rebalance_timeout_ms", "auto_commit_interval_ms", "static", "startup_ms", "poll_delay_ms"}
+                "rebalance_timeout_ms", "auto_commit_interval_ms", "static", "startup_ms", "poll_delay_ms",
+                "startup_jitter_ms", "client_id"}
 _STEP_KEYS = {"at", "action", "count", "to", "stagger", "down"}
 
 
@@ -134,11 +139,21 @@ def _clients(data: Any, topic_names: list[str]) -> ClientSpec:
     if missing or not topics:
         raise ScenarioError(f"consumers.topics must name declared topics; unknown: {missing or 'none given'}")
     kwargs: dict[str, Any] = {"count": _int(data.get("count"), "consumers.count", 0), "topics": topics}
-    for key in _CLIENT_KEYS - {"count", "topics", "static", "processing_rate"}:
+    for key in _CLIENT_KEYS - {"count", "topics", "static", "processing_rate", "client_id"}:
         if key in data:
-            kwargs[key] = _int(data[key], f"consumers.{key}", 1)
+            kwargs[key] = _int(data[key], f"consumers.{key}", 0 if key == "startup_jitter_ms" else 1)
     if "processing_rate" in data:
         kwargs["processing_rate"] = _positive(data["processing_rate"], "consumers.processing_rate")
+    if "client_id" in data:
+        pattern = data["client_id"]
+        try:
+            ok = isinstance(pattern, str) and bool(pattern.format(group="g", index=0))
+        except (KeyError, IndexError, ValueError):
+            ok = False
+        if not ok:
+            raise ScenarioError("consumers.client_id must be a format string using {group} and {index}, "
+                                f"got {pattern!r}")
+        kwargs["client_id"] = pattern
     if "static" in data:
         if not isinstance(data["static"], bool):
             raise ScenarioError("consumers.static must be true or false")

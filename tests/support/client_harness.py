@@ -220,17 +220,20 @@ class ClientLog:
         knows of a member from its first heartbeat, not from its subscribe call."""
         window = [e for e in self.events if since_ms < e["t"] <= until_ms]
         assigned = [e for e in window if e["ev"] == "assigned"]
-        if not assigned:
-            raise ValueError(f"no assignment callback in ({since_ms}, {until_ms}]")
         signs = [e["t"] for e in window if e["ev"] in ("revoked", "lost", "closing")]
         for e in window:
             if e["ev"] == "subscribed" and join_from_latency:
                 signs.append(self._join_ms(e, window))
             elif e["ev"] == "joined" and not join_from_latency:
                 signs.append(e["t"])
+        if not assigned and not signs:
+            raise ValueError(f"no assignment callback nor member change in ({since_ms}, {until_ms}]")
         moved = moved_partitions(self.owners_at(since_ms, incarnations=True),
                                  self.owners_at(until_ms, incarnations=True))
-        return Rebalance(int(min(signs, default=assigned[0]["t"])), max(e["t"] for e in assigned),
+        # Idle members leaving a KIP-848 group change nobody's partitions: the others get no
+        # callback, and the clients' rebalance is over when the last of them has closed.
+        end = max(e["t"] for e in assigned) if assigned else max(signs)
+        return Rebalance(int(min(signs, default=end)), int(end),
                          sorted({e["gen"] for e in assigned}), moved, self.owners_at(until_ms))
 
     @staticmethod

@@ -289,6 +289,8 @@ def test_builtins_load_and_canary_matches_issue():
     ({"group": "g", "duration": 10, "topics": [{"name": "t", "partitions": 1, "rate": 1}],
       "consumers": {"count": 1}, "strategies": ["fastest"]}, "unknown strategy"),
     ({"group": "g", "duration": 10, "colour": "red"}, "unknown key(s) colour"),
+    ({"group": "g", "duration": 10, "topics": [{"name": "t", "partitions": 1, "rate": 1}],
+      "consumers": {"count": 1, "client_id": "app-{host}"}}, "consumers.client_id must be a format string"),
 ])
 def test_bad_scenarios_are_rejected_clearly(data, message):
     with pytest.raises(ScenarioError, match=None) as info:
@@ -365,3 +367,33 @@ def test_random_scenarios_reconstruct_and_never_double_assign(case):
     if settled:
         topics = set(scenario.clients.topics)
         assert processed == sorted(tp for tp in sim.flows if tp[0] in topics)
+
+
+def test_client_ids_order_the_members_of_range():
+    """The classic member id is client.id + "-" + a UUID, so range hands partitions out in client
+    id order: with zero-padded ids the first consumers keep theirs when more join and nothing
+    moves; with Kafka's default ids ("...-10" sorts before "...-2") the newcomers cut in."""
+    def moved_on_doubling(client_id: str | None) -> int:
+        consumers = {"count": 6, "topics": ["t"], "processing_rate": 100}
+        if client_id:
+            consumers["client_id"] = client_id
+        scenario = parse_scenario({"group": "g", "duration": 40, "topics": [{"name": "t", "partitions": 6, "rate": 6}],
+                                   "consumers": consumers, "steps": [{"at": 20, "action": "scale", "to": 12}],
+                                   "strategies": ["range"]})
+        return Simulation(scenario, "range", seed=1).run().summary.partitions_moved
+    assert moved_on_doubling("app-{index:03d}") == 0
+    assert moved_on_doubling(None) > 0
+
+
+def test_startup_jitter_spreads_the_first_requests():
+    def first_join_spread(jitter: int) -> int:
+        scenario = parse_scenario({"group": "g", "duration": 10, "topics": [{"name": "t", "partitions": 4, "rate": 4}],
+                                   "consumers": {"count": 20, "topics": ["t"], "startup_ms": 100,
+                                                 "startup_jitter_ms": jitter},
+                                   "strategies": ["server-uniform"]})
+        sim = Simulation(scenario, "server-uniform", seed=1)
+        sim.run()
+        joined = [r.timestamp for r in sim.log.records if r.record["type_name"] == "consumer_group_member_metadata"]
+        return max(joined) - min(joined)
+    assert first_join_spread(0) <= 5
+    assert 1000 <= first_join_spread(2000) <= 2000
