@@ -210,8 +210,9 @@ class ClientLog:
 
     def rebalance_between(self, since_ms: float, until_ms: float, join_from_latency: bool) -> Rebalance:
         """The rebalance(s) the clients went through in (since_ms, until_ms], as one: from the first
-        sign (a revocation or loss, a consumer joining or closing) to the last assignment callback;
-        moved and owners compare the assignments at both ends.
+        sign (a revocation or loss, a consumer joining or closing) to the last assignment callback
+        (KIP-848: or the last member's first poll at its final epoch, when that came later); moved
+        and owners compare the assignments at both ends.
 
         A joining consumer's sign is, with `join_from_latency` (classic), when it began joining by
         its own clock: its first assignment minus the rebalance-latency-max it sampled next (the
@@ -230,9 +231,11 @@ class ClientLog:
             raise ValueError(f"no assignment callback nor member change in ({since_ms}, {until_ms}]")
         moved = moved_partitions(self.owners_at(since_ms, incarnations=True),
                                  self.owners_at(until_ms, incarnations=True))
-        # Idle members leaving a KIP-848 group change nobody's partitions: the others get no
-        # callback, and the clients' rebalance is over when the last of them has closed.
-        end = max(e["t"] for e in assigned) if assigned else max(signs)
+        # A KIP-848 member whose partitions stay the same moves to the new epoch without a
+        # callback: its rebalance ends when its poll first sees that epoch ("epoch" events).
+        steps = [e["t"] for e in window if e["ev"] == "epoch"] if not join_from_latency else []
+        ends = [e["t"] for e in assigned] + steps
+        end = max(ends) if ends else max(signs)
         return Rebalance(int(min(signs, default=end)), int(end),
                          sorted({e["gen"] for e in assigned}), moved, self.owners_at(until_ms))
 

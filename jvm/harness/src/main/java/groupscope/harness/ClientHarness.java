@@ -151,6 +151,7 @@ public final class ClientHarness {
         volatile boolean abrupt;
         volatile boolean stopping;
         boolean joined;
+        int lastGeneration = -1;   // the generation / member epoch last seen by poll()
         // partition -> {messages, waited > slowMs, max wait ms, first and last processing ms}
         final Map<Integer, long[]> window = new TreeMap<>();
 
@@ -226,10 +227,16 @@ public final class ClientHarness {
                     }
                     // The first poll that sees a generation / member epoch: the join as this
                     // consumer saw it (KIP-848 has no join phase that a callback would mark).
-                    if (!joined && generation() > 0) {
+                    int gen = generation();
+                    if (!joined && gen > 0) {
                         joined = true;
-                        emit(name, "joined", ",\"gen\":" + generation());
+                        emit(name, "joined", ",\"gen\":" + gen);
+                    } else if (joined && gen > 0 && gen != lastGeneration) {
+                        // A KIP-848 member moves to a new epoch without a callback when its
+                        // partitions stay the same: this is how it sees that step.
+                        emit(name, "epoch", ",\"gen\":" + gen);
                     }
+                    if (gen > 0) lastGeneration = gen;
                     long now = System.currentTimeMillis();
                     if (now >= nextSample) {
                         sample();
