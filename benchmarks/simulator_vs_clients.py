@@ -29,7 +29,8 @@ TOLERANCE = 0.20
 SLOW_MS = 3000                     # the harness's --slow-ms: messages that waited longer count
 TOPIC = "canary"
 # The test broker's settings (tests/support/kafka_broker.py) and the harness's poll loop.
-BROKER = {"initial_rebalance_delay_ms": 0, "consumer_heartbeat_interval_ms": 500}
+BROKER = {"initial_rebalance_delay_ms": 0, "consumer_heartbeat_interval_ms": 500,
+          "consumer_assignment_interval_ms": 1000}   # Kafka 4.4's default
 POLL_MS = 100
 # The harness processes a message as soon as it is polled: capacity far above the produce rate.
 HARNESS_CAPACITY = 100_000.0

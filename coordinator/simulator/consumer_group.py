@@ -4,7 +4,10 @@ The coordinator follows Kafka 4.1+: a heartbeat may (1) create or update the mem
 bump the group epoch (record 3), (2) recompute the target assignment with the server assignor when
 the group epoch is ahead of it (record 7 for every member whose target changed, then record 6), and
 (3) move the member one reconciliation step towards its target (record 8): revoke first, then hand
-out partitions once their previous owner has released them. Leaving or being fenced writes the
+out partitions once their previous owner has released them. Since Kafka 4.3 (KIP-1263) step (2)
+waits until `consumer_assignment_interval_ms` has passed since the previous computation: a heartbeat
+before that gets the old target, and the first heartbeat after it (of any member) computes the new
+one; a new group, or one whose members all left (4.4), computes at once. Leaving or being fenced writes the
 member's tombstones (8, 7, 5) and bumps the group epoch. All records of one request share a batch.
 """
 from __future__ import annotations
@@ -52,6 +55,7 @@ class ConsumerGroupCoordinator:
         self.exists = False
         self.group_epoch = 0
         self.assignment_epoch = 0
+        self.assigned_at: int | None = None   # sim ms of the last target computation; None: at once
         self.members: dict[str, ModernMember] = {}
         self.target: dict[str, Partitions] = {}
         self.owner: dict[TopicPartition, str] = {}
@@ -126,7 +130,7 @@ class ConsumerGroupCoordinator:
                 self.members[member_id] = member
                 records.append(self._member_record(member))
                 self._bump(records, "member_joined", None)
-        if self.group_epoch > self.assignment_epoch:
+        if self.group_epoch > self.assignment_epoch and self._may_assign():
             self._update_target(records)
         before = member.snapshot()
         self._reconcile(member, owned)
@@ -145,6 +149,10 @@ class ConsumerGroupCoordinator:
             protocol="consumer", trigger=trigger, start_ms=now, trigger_ms=trigger_ms or now,
             from_generation=self.group_epoch - 1, members_before=list(self.last_converged_members)))
 
+    def _may_assign(self) -> bool:
+        interval = self.sim.scenario.consumer_assignment_interval_ms
+        return self.assigned_at is None or interval == 0 or self.sim.now >= self.assigned_at + interval
+
     def _update_target(self, records: list[dict]) -> None:
         subscriptions = {mid: list(m.client.spec.topics) for mid, m in self.members.items()}
         previous = {mid: sorted(self.target.get(mid, EMPTY)) for mid in self.members}
@@ -157,6 +165,7 @@ class ConsumerGroupCoordinator:
                                 "key": self._key(mid),
                                 "value": {"version": 0, "topic_partitions": self._topic_partitions(new)}})
         self.assignment_epoch = self.group_epoch
+        self.assigned_at = self.sim.now
         records.append({"type": 6, "type_name": "consumer_group_target_assignment_metadata",
                         "key": self._key(), "value": {"version": 0, "assignment_epoch": self.assignment_epoch}})
 
@@ -221,6 +230,7 @@ class ConsumerGroupCoordinator:
         self._bump(records, trigger, trigger_ms)
         offset = self.sim.write(records)[-1].offset
         if not self.members:
+            self.assigned_at = None   # an emptied group assigns its next member at once, as a new one
             self.sim.truth.note("group_emptied", self.sim.abs_ms(self.sim.now),
                                 generation=self.group_epoch, offset=offset)
             self._check_converged(offset)
@@ -298,6 +308,6 @@ class ConsumerGroupCoordinator:
         records.append(self._tombstone(6, "consumer_group_target_assignment_metadata", self._key()))
         records.append(self._tombstone(3, "consumer_group_metadata", self._key()))
         self.sim.write(records)
-        self.exists, self.group_epoch, self.assignment_epoch = False, 0, 0
+        self.exists, self.group_epoch, self.assignment_epoch, self.assigned_at = False, 0, 0, None
         self.target, self.last_converged_owner, self.last_converged_members = {}, {}, []
         return True

@@ -83,12 +83,16 @@ class Scenario:
     assignment_ms: int = 20              # leader's time to compute an assignment
     initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms (KIP-848)
+    # group.consumer.assignment.interval.ms (Kafka 4.3+, KIP-1263): a new target assignment is
+    # computed at the first heartbeat at least this long after the previous one; 0 as before 4.3
+    consumer_assignment_interval_ms: int = 1000
     lag_sample_ms: int = 5000
 
 
 _TOP_KEYS = {"name", "description", "group", "duration", "topics", "consumers", "steps", "strategies",
              "latency_budget", "start_ms", "offsets_topic_partitions", "network_ms", "assignment_ms",
-             "initial_rebalance_delay_ms", "consumer_heartbeat_interval_ms", "lag_sample"}
+             "initial_rebalance_delay_ms", "consumer_heartbeat_interval_ms", "consumer_assignment_interval_ms",
+             "lag_sample"}
 _CLIENT_KEYS = {"count", "topics", "processing_rate", "session_timeout_ms", "heartbeat_interval_ms",
                 "rebalance_timeout_ms", "auto_commit_interval_ms", "static", "startup_ms", "poll_delay_ms",
                 "startup_jitter_ms", "client_id"}
@@ -198,10 +202,10 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
         raise ScenarioError(f"{source}: group must be a non-empty string")
     kwargs: dict[str, Any] = {}
     for key in ("start_ms", "offsets_topic_partitions", "network_ms", "assignment_ms",
-                "initial_rebalance_delay_ms", "consumer_heartbeat_interval_ms"):
+                "initial_rebalance_delay_ms", "consumer_heartbeat_interval_ms", "consumer_assignment_interval_ms"):
         if key in data:
-            kwargs[key] = _int(data[key], key, 0 if key in ("network_ms", "assignment_ms",
-                                                            "initial_rebalance_delay_ms") else 1)
+            kwargs[key] = _int(data[key], key, 0 if key in ("network_ms", "assignment_ms", "initial_rebalance_delay_ms",
+                                                            "consumer_assignment_interval_ms") else 1)
     if "latency_budget" in data:
         kwargs["latency_budget_ms"] = _ms(data["latency_budget"], "latency_budget")
     if "lag_sample" in data:
