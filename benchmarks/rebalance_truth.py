@@ -18,7 +18,8 @@ groups. Every phase prints the clients' truth next to groupscope's figures for t
               assignors (which revoke every partition) the rebalance's duration for partitions that
               kept their owner; groupscope exports no such count itself
 
-then the errors against the targets. The time-lag check compares kafka_consumergroup_lag_seconds
+then the errors against the targets, and the simulator's predictions for the same phases
+(benchmarks/simulator_vs_clients.py) before and after its calibration. The time-lag check compares kafka_consumergroup_lag_seconds
 with the true age of the oldest unconsumed message (known from produce timestamps) on a busy topic
 and a quiet one (a message every 30 s).
 
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.simulator_vs_clients import compare, print_comparison
 from streaming.job.history import read_history, unique_events
 from tests.support.client_harness import (STRATEGIES, ClientHarness, ClientLog, HarnessConfig,
                                           Rebalance, strategy_name)
@@ -68,7 +70,9 @@ class Phase:
     until_ms: float = 0.0                # the clients had settled
     down_ms: float | None = None         # restart: from the stop to the start again
     starts_ms: list[float] = field(default_factory=list)  # consumers started in it: subscribe, ms after since
+    stops_ms: list[float] = field(default_factory=list)   # consumers stopped in it: close begins, likewise
     baseline_wait_s: float | None = None # a message's longest wait in the quiet seconds before it
+    first_message_ms: float | None = None  # the run's median from an assignment to its first message
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,7 +80,8 @@ class Phase:
         t = self.truth
         return {"strategy": self.strategy, "phase": self.name, "protocol": self.protocol,
                 "since_ms": self.since_ms, "until_ms": self.until_ms, "down_ms": self.down_ms, "notes": self.notes,
-                "starts_ms": self.starts_ms, "baseline_wait_s": self.baseline_wait_s,
+                "starts_ms": self.starts_ms, "stops_ms": self.stops_ms, "baseline_wait_s": self.baseline_wait_s,
+                "first_message_ms": self.first_message_ms,
                 "truth": {"start_ms": t.start_ms, "end_ms": t.end_ms, "duration_s": t.duration_s,
                           "generations": t.generations, "moved": sorted(t.moved),
                           "latency_ms": self.latency_ms, "longest_wait_s": self.longest_wait_s(),
@@ -123,9 +128,29 @@ class Phase:
 
 # ----- driving one group ------------------------------------------------------------------------
 
-def starts_after(log: ClientLog, since_ms: float, until_ms: float) -> list[float]:
-    """When the consumers started in a phase subscribed, in ms after the phase's action."""
-    return [e["t"] - since_ms for e in log.events if e["ev"] == "subscribed" and since_ms <= e["t"] <= until_ms]
+def starts_after(log: ClientLog, since_ms: float, until_ms: float, event: str = "subscribed") -> list[float]:
+    """When the consumers started in a phase subscribed (or, with `event="closing"`, the
+    stopped ones began to close), in ms after the phase's action."""
+    return [e["t"] - since_ms for e in log.events if e["ev"] == event and since_ms <= e["t"] <= until_ms]
+
+
+def first_message_ms(log: ClientLog) -> float | None:
+    """The median time from a partition's assignment callback to the first message the consumer
+    processed from it (the committed-offset lookup and the first fetch), over the whole log."""
+    delays, pending = [], {}
+    for e in log.events:
+        if e["ev"] == "assigned":
+            for p in e["parts"]:
+                pending[(e["c"], p)] = e["t"]
+        elif e["ev"] in ("revoked", "lost"):
+            for p in e["parts"]:
+                pending.pop((e["c"], p), None)
+        elif e["ev"] == "sample":
+            for p, (n, _slow, _max, first, _last) in e["parts"].items():
+                at = pending.get((e["c"], int(p)))
+                if at is not None and n > 0 and first >= at:
+                    delays.append(first - pending.pop((e["c"], int(p))))
+    return statistics.median(delays) if delays else None
 
 
 def baseline_wait(log: ClientLog, since_ms: float, seconds: float = 5.0) -> float | None:
@@ -218,7 +243,8 @@ def run_canary(bootstrap: str, job: GroupscopeJob, protocol: str, assignor: str,
         events, downtime, gs_owners = _groupscope_view(job, topic, since, until, truth.owners)
         p = Phase(name, label, protocol, truth, _latencies(log, members, since, until), log.waits(since, until + 1500),
                   events, downtime, gs_owners, rate_pp, since, until, down.get(label),
-                  starts_after(log, since, until), baseline_wait(log, since))
+                  starts_after(log, since, until), starts_after(log, since, until, "closing"),
+                  baseline_wait(log, since))
         if not ok:
             p.notes.append(f"not settled within {args.phase_timeout}s")
         phases.append(p)
@@ -239,6 +265,9 @@ def run_canary(bootstrap: str, job: GroupscopeJob, protocol: str, assignor: str,
         phase("restart", first, restart)
     finally:
         h.close()
+    fetch_start = first_message_ms(h.log())
+    for p in phases:
+        p.first_message_ms = fetch_start
     return phases
 
 
@@ -490,10 +519,13 @@ def main(argv: list[str] | None = None) -> None:
         for p in phases:
             print_phase(p)
         summary(phases)
+        saved = {"settings": {k: v for k, v in vars(args).items() if k != "save"},
+                 "phases": [p.to_dict() for p in phases]}
         if args.save:
-            settings = {k: v for k, v in vars(args).items() if k != "save"}
-            args.save.write_text(json.dumps({"settings": settings, "phases": [p.to_dict() for p in phases]}, indent=1))
+            args.save.write_text(json.dumps(saved, indent=1, default=str))
             print(f"phases saved to {args.save}")
+        print_comparison(compare(saved, calibrated=False), ", before calibration")
+        print_comparison(compare(saved))
         if args.lag_seconds > 0:
             lag_summary(time_lag_check(broker.bootstrap, job, producer, args.lag_seconds, args.quiet_every, run))
     finally:

@@ -15,11 +15,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any
 
 from coordinator.simulator import Simulation
+from coordinator.simulator.replay import FETCH_START_MS
 from coordinator.simulator.scenario import ClientSpec, Scenario, Step, TopicSpec
 
 # The harness names KIP-848 strategies after the protocol, the simulator after the server assignor.
@@ -58,19 +60,24 @@ def scenario_for(strategy: str, settings: dict[str, Any], phases: list[dict[str,
     # The harness's consumer threads start unevenly when 50 start at once on a busy machine:
     # the newcomers of the doubling give the start-up delay and its spread.
     starts = by_name["double"].get("starts_ms") or [500.0]
-    startup = {"startup_ms": max(1, int(min(starts))), "startup_jitter_ms": int(max(starts) - min(starts))}
+    startup = {"startup_ms": max(1, int(min(starts))), "startup_jitter_ms": int(max(starts) - min(starts)),
+               "fetch_start_ms": int(by_name["double"].get("first_message_ms") or FETCH_START_MS)}
     restart_down = int(by_name["restart"].get("down_ms") or 1000)
+    # The halving's consumers begin to close over some tens of ms: with heartbeats every 500 ms
+    # from 50 members, the coordinator computes a target between the first and the last leave.
+    stops = by_name["halve"].get("stops_ms") or [0.0]
+    stagger = math.ceil((max(stops) - min(stops)) / max(1, len(stops) - 1))
     end = max(at.values()) + int(by_name["restart"]["until_ms"] - by_name["restart"]["since_ms"]) + 10_000
     client_fields = {f.name for f in dataclasses.fields(ClientSpec)}
     clients = ClientSpec(count=n, topics=(TOPIC,), processing_rate=HARNESS_CAPACITY,
                          session_timeout_ms=settings["session_ms"], heartbeat_interval_ms=settings["heartbeat_ms"],
                          auto_commit_interval_ms=settings["auto_commit_ms"], poll_delay_ms=POLL_MS,
-                         client_id=f"{strategy}-m{{index:03d}}",   # the harness's consumer names
-                         **{**startup, **{k_: v for k_, v in overrides.items() if k_ in client_fields}})
+                         **{"client_id": f"{strategy}-m{{index:03d}}",   # the harness's consumer names
+                            **startup, **{k_: v for k_, v in overrides.items() if k_ in client_fields}})
     return Scenario(
         name=f"canary-{strategy}", group=f"canary-{strategy}", duration_ms=end,
         topics=(TopicSpec(TOPIC, settings["partitions"], settings["rate"]),), clients=clients,
-        steps=(Step(at["double"], "scale", 2 * n), Step(at["halve"], "scale", n),
+        steps=(Step(at["double"], "scale", 2 * n), Step(at["halve"], "scale", n, stagger_ms=stagger),
                Step(at["restart"], "restart", k, down_ms=restart_down)),
         strategies=(SIMULATOR_STRATEGY.get(strategy, strategy),), latency_budget_ms=SLOW_MS,
         **{**BROKER, **{k_: v for k_, v in overrides.items() if k_ not in client_fields}})
@@ -103,8 +110,9 @@ def predict(scenario: Scenario, windows: dict[str, tuple[int, int, int]],
     """Runs the scenario; per phase window (ms from the start: begin, end of the rebalances that
     belong to it, end of its message-wait window), the rebalances that began in it and the
     messages that went over the budget in it. The simulator's consumers process a message the
-    moment it is produced, so a partition's longest wait is its longest stall plus the real
-    run's quiet-time wait (`baseline_s`, poll loop and fetch)."""
+    moment it is produced, so a partition's longest wait is its longest stall (which ends at the
+    first fetch after the hand-over), or where nothing stalled the real run's quiet-time wait
+    (`baseline_s`: poll loop and fetch)."""
     sim = Simulation(scenario, scenario.strategies[0], seed=1)
     late_at: dict[int, float] = {}
 
@@ -127,7 +135,7 @@ def predict(scenario: Scenario, windows: dict[str, tuple[int, int, int]],
             duration_s=(max(r.end_ms for r in rebalances) - min(r.start_ms for r in rebalances)) / 1000.0
             if rebalances else None,
             moved=len({tp for r in rebalances for tp in r.partitions_moved}),
-            longest_unconsumed_s=max(stalls, default=0.0) + baseline_s.get(name, 0.0),
+            longest_unconsumed_s=max(max(stalls, default=0.0), baseline_s.get(name, 0.0)),
             delayed=late_at.get(end, late_at.get(begin, 0.0)) - late_at.get(begin, 0.0))
     return out
 
@@ -165,8 +173,18 @@ def off(predicted: float | None, true: float | None, floor: float) -> float | No
 FLOORS = {"duration_s": 0.5, "moved": 1.0, "longest_unconsumed_s": 0.5, "delayed": 10.0}
 
 
-def compare(saved: dict[str, Any], **overrides: Any) -> list[dict[str, Any]]:
-    """Per strategy and phase: the clients' figures, the simulator's and their relative gaps."""
+# What the simulator assumed before it was set against this run (docs/simulator.md): Kafka's
+# default client ids, a fixed start-up, no assignment interval, processing from the assignment on,
+# and steps at the real times whatever the heartbeat grid.
+UNCALIBRATED = {"client_id": "consumer-{group}-{index}", "startup_ms": 500, "startup_jitter_ms": 250,
+                "consumer_assignment_interval_ms": 0, "fetch_start_ms": 0}
+
+
+def compare(saved: dict[str, Any], calibrated: bool = True, **overrides: Any) -> list[dict[str, Any]]:
+    """Per strategy and phase: the clients' figures, the simulator's and their relative gaps
+    (`calibrated=False`: as the simulator stood before this comparison taught it)."""
+    if not calibrated:
+        overrides = {**UNCALIBRATED, **overrides}
     settings, rows = saved["settings"], []
     by_strategy: dict[str, list[dict[str, Any]]] = {}
     for p in saved["phases"]:
@@ -174,9 +192,11 @@ def compare(saved: dict[str, Any], **overrides: Any) -> list[dict[str, Any]]:
     for strategy, phases in by_strategy.items():
         if {p["phase"] for p in phases} != set(PHASES):
             continue
-        at = aligned_steps(strategy, settings, phases, **overrides)
+        at = aligned_steps(strategy, settings, phases, **overrides) if calibrated else None
         baseline = {p["phase"]: p.get("baseline_wait_s") or 0.0 for p in phases}
-        predicted = predict(scenario_for(strategy, settings, phases, at, **overrides), windows_of(phases, at), baseline)
+        scenario = scenario_for(strategy, settings, phases, at, **overrides)
+        at = {name: step.at_ms for name, step in zip(PHASES[1:], scenario.steps)} | {"form": 0}
+        predicted = predict(scenario, windows_of(phases, at), baseline)
         for p in phases:
             truth, sim = truth_of(p), predicted[p["phase"]]
             gaps = {f: off(getattr(sim, f), getattr(truth, f), FLOORS[f]) for f in FLOORS}
@@ -190,8 +210,8 @@ def _cell(v: float | None, unit: str = "") -> str:
     return f"{v:.2f}{unit}" if unit else f"{v:.0f}"
 
 
-def print_comparison(rows: list[dict[str, Any]]) -> None:
-    print("\n== the simulator's predictions beside the clients (phases after the group formed) ==")
+def print_comparison(rows: list[dict[str, Any]], title: str = "") -> None:
+    print(f"\n== the simulator's predictions beside the clients (phases after the group formed){title} ==")
     print(f"{'strategy / phase':28}{'duration s':>18}{'moved':>12}{'longest stall s':>20}{'waited > 3 s':>16}")
     print(f"{'':28}{'real  sim':>18}{'real sim':>12}{'real  sim':>20}{'real  sim':>16}")
     scored = [r for r in rows if r["phase"] != "form"]
@@ -215,8 +235,13 @@ def print_comparison(rows: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("phases", type=Path, help="JSON written by benchmarks.rebalance_truth --save")
+    parser.add_argument("--before", action="store_true",
+                        help="also the simulator's predictions with its settings before calibration")
     args = parser.parse_args(argv)
-    print_comparison(compare(json.loads(args.phases.read_text())))
+    saved = json.loads(args.phases.read_text())
+    if args.before:
+        print_comparison(compare(saved, calibrated=False), ", before calibration")
+    print_comparison(compare(saved))
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ class Client:
         self.life = 0
         self.member_id: str | None = None
         self.owned: set[TopicPartition] = set()
+        self.processing: set[TopicPartition] = set()   # owned and fetched: messages flow
+        self._grants: dict[TopicPartition, int] = {}
         self._auto_commit_token = 0
 
     # -- scheduling ------------------------------------------------------------------------------
@@ -69,6 +71,7 @@ class Client:
         self.alive = True
         self.life += 1
         self.owned = set()
+        self.processing = set()
         self.member_id = None  # a new process; a static member is recognised by its instance id
         jitter = self.spec.startup_ms // 2 if self.spec.startup_jitter_ms is None else self.spec.startup_jitter_ms
         startup = self.spec.startup_ms + self.sim.rng.randint(0, max(1, jitter))
@@ -99,14 +102,28 @@ class Client:
 
     # -- partitions ------------------------------------------------------------------------------
     def acquire(self, partitions: Iterable[TopicPartition]) -> None:
+        """Owns the partitions now; messages flow `fetch_start_ms` later (the committed-offset
+        lookup and the first fetch). A partition taken away before then was never consumed here,
+        so its stall runs on to the next owner."""
         for tp in sorted(set(partitions) - self.owned):
             self.owned.add(tp)
+            grant = self._grants[tp] = self._grants.get(tp, 0) + 1
+            if self.spec.fetch_start_ms:
+                self.later(self.spec.fetch_start_ms, self._fetched, tp, grant)
+            else:
+                self._fetched(tp, grant)
+
+    def _fetched(self, tp: TopicPartition, grant: int) -> None:
+        if tp in self.owned and self._grants.get(tp) == grant and tp not in self.processing:
+            self.processing.add(tp)
             self.sim.start_processing(self.name, tp)
 
     def release(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in sorted(set(partitions) & self.owned):
             self.owned.discard(tp)
-            self.sim.stop_processing(self.name, tp)
+            if tp in self.processing:
+                self.processing.discard(tp)
+                self.sim.stop_processing(self.name, tp)
 
     def commit(self, partitions: Iterable[TopicPartition], then: Callable[[], None] | None = None) -> None:
         """OffsetCommit of the current positions; `then` runs when the response is back."""

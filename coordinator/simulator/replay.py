@@ -15,6 +15,9 @@ from coordinator.simulator.scenario import ClientSpec, Scenario, Step, TopicSpec
 from coordinator.state.events import MEMBER_JOINED, MEMBER_LEFT, OFFSET_COMMITTED, Event
 
 TopicPartition = tuple[str, int]
+# From an assignment to the partition's first processed message, as real Java consumers took it
+# (median of 236-424 ms over the strategies of the canary run in docs/simulator.md).
+FETCH_START_MS = 300
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,8 @@ class HistoryRecorder:
 def scenario_from_history(history: GroupHistory, strategies: tuple[str, ...], *,
                           default_rate: float = 1.0, processing_rate: float | None = None,
                           latency_budget_ms: int = 5000, tail_ms: int = 60_000,
-                          heartbeat_interval_ms: int = 3000, auto_commit_interval_ms: int = 5000) -> Scenario:
+                          heartbeat_interval_ms: int = 3000, auto_commit_interval_ms: int = 5000,
+                          fetch_start_ms: int = FETCH_START_MS) -> Scenario:
     """The group's membership changes as scale steps from its first member on; topics at the
     observed rates (`default_rate` messages/s for one without two commits to measure by);
     `processing_rate` per partition defaults to ten times the busiest partition's produce rate."""
@@ -103,7 +107,8 @@ def scenario_from_history(history: GroupHistory, strategies: tuple[str, ...], *,
                    for t, n in sorted(history.partitions.items()))
     per_partition = max(t.rate / t.partitions for t in topics)
     steps = tuple(Step(t - origin, "scale", n) for t, n in history.membership[1:])
-    client_kwargs = {"heartbeat_interval_ms": heartbeat_interval_ms, "auto_commit_interval_ms": auto_commit_interval_ms}
+    client_kwargs = {"heartbeat_interval_ms": heartbeat_interval_ms, "auto_commit_interval_ms": auto_commit_interval_ms,
+                     "fetch_start_ms": fetch_start_ms}
     if history.session_timeout_ms:
         client_kwargs["session_timeout_ms"] = history.session_timeout_ms
     if history.rebalance_timeout_ms:

@@ -52,6 +52,7 @@ class ClientSpec:
     startup_ms: int = 500                # process start to first request
     startup_jitter_ms: int | None = None # up to this much more, per consumer (default: startup_ms / 2)
     poll_delay_ms: int = 100             # up to this long before poll() acts on a rejoin request
+    fetch_start_ms: int = 0              # an assigned partition's first message: offset lookup, first fetch
     # client.id of the consumer with this index (from 0); the classic coordinator's member id is
     # client.id + "-" + a UUID, so range and roundrobin order members by it
     client_id: str = "consumer-{group}-{index}"
@@ -95,7 +96,7 @@ _TOP_KEYS = {"name", "description", "group", "duration", "topics", "consumers", 
              "lag_sample"}
 _CLIENT_KEYS = {"count", "topics", "processing_rate", "session_timeout_ms", "heartbeat_interval_ms",
                 "rebalance_timeout_ms", "auto_commit_interval_ms", "static", "startup_ms", "poll_delay_ms",
-                "startup_jitter_ms", "client_id"}
+                "startup_jitter_ms", "fetch_start_ms", "client_id"}
 _STEP_KEYS = {"at", "action", "count", "to", "stagger", "down"}
 
 
@@ -145,7 +146,7 @@ def _clients(data: Any, topic_names: list[str]) -> ClientSpec:
     kwargs: dict[str, Any] = {"count": _int(data.get("count"), "consumers.count", 0), "topics": topics}
     for key in _CLIENT_KEYS - {"count", "topics", "static", "processing_rate", "client_id"}:
         if key in data:
-            kwargs[key] = _int(data[key], f"consumers.{key}", 0 if key == "startup_jitter_ms" else 1)
+            kwargs[key] = _int(data[key], f"consumers.{key}", 0 if key in ("startup_jitter_ms", "fetch_start_ms") else 1)
     if "processing_rate" in data:
         kwargs["processing_rate"] = _positive(data["processing_rate"], "consumers.processing_rate")
     if "client_id" in data:

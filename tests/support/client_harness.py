@@ -236,8 +236,8 @@ class ClientLog:
         steps = [e["t"] for e in window if e["ev"] == "epoch"] if not join_from_latency else []
         ends = [e["t"] for e in assigned] + steps
         end = max(ends) if ends else max(signs)
-        return Rebalance(int(min(signs, default=end)), int(end),
-                         sorted({e["gen"] for e in assigned}), moved, self.owners_at(until_ms))
+        generations = {e["gen"] for e in assigned} | {e["gen"] for e in window if e["ev"] == "epoch"}
+        return Rebalance(int(min(signs, default=end)), int(end), sorted(generations), moved, self.owners_at(until_ms))
 
     @staticmethod
     def _join_ms(subscribed: dict[str, Any], window: list[dict[str, Any]]) -> float:

@@ -2,6 +2,7 @@
 when decoded and replayed through the state reducer."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -397,3 +398,22 @@ def test_startup_jitter_spreads_the_first_requests():
         return max(joined) - min(joined)
     assert first_join_spread(0) <= 5
     assert 1000 <= first_join_spread(2000) <= 2000
+
+
+@pytest.mark.parametrize("interval", [0, 1000, 4000])
+def test_kip848_targets_wait_for_the_assignment_interval(interval):
+    """KIP-1263 (Kafka 4.3+): a new target assignment is computed at the first heartbeat a full
+    `group.consumer.assignment.interval.ms` after the previous computation, never sooner."""
+    base = load_scenario("join-one")
+    scenario = dataclasses.replace(base, consumer_assignment_interval_ms=interval,
+                                   consumer_heartbeat_interval_ms=500)
+    sim = Simulation(scenario, "server-uniform", seed=1)
+    result = sim.run()
+    targets = [r.timestamp for r in result.records
+               if r.record["type_name"] == "consumer_group_target_assignment_metadata"]
+    assert len(targets) >= 2
+    assert all(b - a >= interval for a, b in zip(targets, targets[1:]))
+    joined = result.truth.rebalances[-1]
+    # the fifth member joins well after the last computation: its target comes at once (at a
+    # heartbeat), so the interval only matters while members arrive close together
+    assert joined.end_ms - joined.start_ms < 3000

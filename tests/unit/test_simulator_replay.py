@@ -37,7 +37,7 @@ def test_history_of_a_simulated_run(strategy):
 def test_replaying_a_history_costs_what_the_run_cost(strategy):
     recorder, store, result = _recorded(strategy)
     scenario = scenario_from_history(recorder.history("join-one-app", {"events": 10}), (strategy,),
-                                     processing_rate=40)
+                                     processing_rate=40, fetch_start_ms=0)   # as the original run
     assert [(s.action, s.count) for s in scenario.steps] == [("scale", 5)]
     again = Simulation(scenario, strategy, seed=3).run().summary
     original = result.summary
