@@ -417,3 +417,18 @@ def test_kip848_targets_wait_for_the_assignment_interval(interval):
     # the fifth member joins well after the last computation: its target comes at once (at a
     # heartbeat), so the interval only matters while members arrive close together
     assert joined.end_ms - joined.start_ms < 3000
+
+
+def test_a_partition_flows_fetch_start_after_its_assignment():
+    """Messages flow `fetch_start_ms` after an assignment; every hand-over stall lasts at least
+    that long, and grows by exactly that much."""
+    def run(fetch_start_ms: int):
+        base = load_scenario("join-one")
+        scenario = dataclasses.replace(base, clients=dataclasses.replace(base.clients, fetch_start_ms=fetch_start_ms))
+        return Simulation(scenario, "cooperative-sticky", seed=1).run()
+    quick, slow = run(0), run(1500)
+    stalls = [d for r in slow.truth.rebalances[1:] for d in r.downtime]
+    before = [d for r in quick.truth.rebalances[1:] for d in r.downtime]
+    assert stalls and all(d["seconds"] >= 1.5 for d in stalls)
+    assert [(d["partition"], round(d["seconds"] - 1.5, 3)) for d in stalls] == \
+        [(d["partition"], d["seconds"]) for d in before]
