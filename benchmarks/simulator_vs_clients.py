@@ -26,7 +26,8 @@ from coordinator.simulator.scenario import ClientSpec, Scenario, Step, TopicSpec
 
 # The harness names KIP-848 strategies after the protocol, the simulator after the server assignor.
 SIMULATOR_STRATEGY = {"kip848-uniform": "server-uniform", "kip848-range": "server-range"}
-PHASES = ("form", "double", "halve", "restart")
+PHASES = ("form", "double", "halve", "restart", "crash")
+UNTIMED = ("crash",)   # the clients date a crash's rebalance from the crash, the simulator from the expiry
 TOLERANCE = 0.20
 SLOW_MS = 3000                     # the harness's --slow-ms: messages that waited longer count
 TOPIC = "canary"
@@ -56,7 +57,7 @@ def scenario_for(strategy: str, settings: dict[str, Any], phases: list[dict[str,
     by_name = {p["phase"]: p for p in phases}
     origin = by_name["form"]["since_ms"]
     n, k = settings["n"], settings["k"]
-    at = at or {name: int(by_name[name]["since_ms"] - origin) for name in PHASES}
+    at = at or {name: int(by_name[name]["since_ms"] - origin) for name in PHASES if name in by_name}
     # The harness's consumer threads start unevenly when 50 start at once on a busy machine:
     # the newcomers of the doubling give the start-up delay and its spread.
     starts = by_name["double"].get("starts_ms") or [500.0]
@@ -78,7 +79,8 @@ def scenario_for(strategy: str, settings: dict[str, Any], phases: list[dict[str,
         name=f"canary-{strategy}", group=f"canary-{strategy}", duration_ms=end,
         topics=(TopicSpec(TOPIC, settings["partitions"], settings["rate"]),), clients=clients,
         steps=(Step(at["double"], "scale", 2 * n), Step(at["halve"], "scale", n, stagger_ms=stagger),
-               Step(at["restart"], "restart", k, down_ms=restart_down)),
+               Step(at["restart"], "restart", k, down_ms=restart_down))
+        + ((Step(at["crash"], "kill", k),) if "crash" in at else ()),
         strategies=(SIMULATOR_STRATEGY.get(strategy, strategy),), latency_budget_ms=SLOW_MS,
         **{**BROKER, **{k_: v for k_, v in overrides.items() if k_ not in client_fields}})
 
@@ -90,8 +92,9 @@ def aligned_steps(strategy: str, settings: dict[str, Any], phases: list[dict[str
     on a grid from its last SyncGroup; how long a join or leave waits for the others therefore
     depends on where in that grid it lands, and the simulator is given the same place."""
     by_name = {p["phase"]: p for p in phases}
-    at = {name: int(by_name[name]["since_ms"] - by_name["form"]["since_ms"]) for name in PHASES}
-    for previous, name in zip(PHASES, PHASES[1:]):
+    names = [name for name in PHASES if name in by_name]
+    at = {name: int(by_name[name]["since_ms"] - by_name["form"]["since_ms"]) for name in names}
+    for previous, name in zip(names, names[1:]):
         sim = Simulation(scenario_for(strategy, settings, phases, at, **overrides), SIMULATOR_STRATEGY.get(strategy, strategy), seed=1)
         result = sim.run()
         origin = sim.scenario.start_ms
@@ -100,7 +103,7 @@ def aligned_steps(strategy: str, settings: dict[str, Any], phases: list[dict[str
         if not ended:
             break
         shift = max(ended) + int(by_name[name]["since_ms"] - by_name[previous]["truth"]["end_ms"]) - at[name]
-        for later in PHASES[PHASES.index(name):]:
+        for later in names[names.index(name):]:
             at[later] += shift
     return at
 
@@ -133,7 +136,7 @@ def predict(scenario: Scenario, windows: dict[str, tuple[int, int, int]],
         stalls = [d["seconds"] for r in rebalances for d in r.downtime]
         out[name] = Figures(
             duration_s=(max(r.end_ms for r in rebalances) - min(r.start_ms for r in rebalances)) / 1000.0
-            if rebalances else None,
+            if rebalances and name not in UNTIMED else None,
             moved=len({tp for r in rebalances for tp in r.partitions_moved}),
             longest_unconsumed_s=max(max(stalls, default=0.0), baseline_s.get(name, 0.0)),
             delayed=late_at.get(end, late_at.get(begin, 0.0)) - late_at.get(begin, 0.0))
@@ -144,7 +147,7 @@ def truth_of(phase: dict[str, Any]) -> Figures:
     """The clients' figures. Idle KIP-848 members leaving move nothing and call no callback: the
     clients saw no rebalance to time."""
     t = phase["truth"]
-    duration = t["duration_s"] if t["generations"] else None
+    duration = t["duration_s"] if t["generations"] and phase["phase"] not in UNTIMED else None
     return Figures(duration, len(t["moved"]), t["longest_wait_s"], float(t["delayed"]))
 
 
@@ -154,10 +157,11 @@ def windows_of(phases: list[dict[str, Any]], at: dict[str, int]) -> dict[str, tu
     settling plus 1.5 s)."""
     by_name = {p["phase"]: p for p in phases}
     out = {}
-    for i, name in enumerate(PHASES):
+    names = [name for name in PHASES if name in by_name]
+    for i, name in enumerate(names):
         p = by_name[name]
         settle = int(p["until_ms"] - p["since_ms"]) + 1500
-        next_begin = at[PHASES[i + 1]] if i + 1 < len(PHASES) else at[name] + settle
+        next_begin = at[names[i + 1]] if i + 1 < len(names) else at[name] + settle
         out[name] = (at[name], next_begin, at[name] + settle)
     return out
 
@@ -190,12 +194,12 @@ def compare(saved: dict[str, Any], calibrated: bool = True, **overrides: Any) ->
     for p in saved["phases"]:
         by_strategy.setdefault(p["strategy"], []).append(p)
     for strategy, phases in by_strategy.items():
-        if {p["phase"] for p in phases} != set(PHASES):
+        if not set(PHASES[:4]) <= {p["phase"] for p in phases}:
             continue
         at = aligned_steps(strategy, settings, phases, **overrides) if calibrated else None
         baseline = {p["phase"]: p.get("baseline_wait_s") or 0.0 for p in phases}
         scenario = scenario_for(strategy, settings, phases, at, **overrides)
-        at = {name: step.at_ms for name, step in zip(PHASES[1:], scenario.steps)} | {"form": 0}
+        at = {name: step.at_ms for name, step in zip([p["phase"] for p in phases][1:], scenario.steps)} | {"form": 0}
         predicted = predict(scenario, windows_of(phases, at), baseline)
         for p in phases:
             truth, sim = truth_of(p), predicted[p["phase"]]

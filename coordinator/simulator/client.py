@@ -91,6 +91,13 @@ class Client:
         self.alive = False
         self.life += 1
 
+    def kill(self) -> None:
+        """Closed without leaving the group (Java's close with REMAIN_IN_GROUP): it commits what it
+        processed, then goes silent; the coordinator notices only when its session expires."""
+        if not self.alive:
+            return
+        self.commit(self.owned, then=self.crash)
+
     def crash(self) -> None:
         """The process dies: no commit, no LeaveGroup; the coordinator notices by session timeout."""
         if not self.alive:

@@ -16,7 +16,7 @@ import yaml
 CLASSIC_STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 CONSUMER_STRATEGIES = ("server-uniform", "server-range")
 STRATEGIES = CLASSIC_STRATEGIES + CONSUMER_STRATEGIES
-ACTIONS = ("scale", "restart", "crash", "leave_all", "delete_group")
+ACTIONS = ("scale", "restart", "crash", "kill", "leave_all", "delete_group")
 
 
 class ScenarioError(ValueError):
@@ -174,7 +174,7 @@ def _step(data: Any, i: int) -> Step:
     if action not in ACTIONS:
         raise ScenarioError(f"steps[{i}].action must be one of {', '.join(ACTIONS)}, got {action!r}")
     count = data.get("to") if action == "scale" else data.get("count", 0)
-    if action in ("scale", "restart", "crash") and count is None:
+    if action in ("scale", "restart", "crash", "kill") and count is None:
         raise ScenarioError(f"steps[{i}] ({action}) needs {'to' if action == 'scale' else 'count'}")
     return Step(at_ms=_ms(data.get("at"), f"steps[{i}].at"), action=action,
                 count=_int(count or 0, f"steps[{i}].count"),

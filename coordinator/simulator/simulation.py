@@ -236,9 +236,9 @@ class Simulation:
             else:
                 for i, client in enumerate(reversed(alive[step.count:])):
                     self.after(i * step.stagger_ms, client.stop)
-        elif step.action == "crash":
+        elif step.action in ("crash", "kill"):
             for i, client in enumerate(alive[:step.count]):
-                self.after(i * step.stagger_ms, client.crash)
+                self.after(i * step.stagger_ms, client.crash if step.action == "crash" else client.kill)
         elif step.action == "restart":
             for i, client in enumerate(alive[:step.count]):
                 self.after(i * step.stagger_ms, client.stop)

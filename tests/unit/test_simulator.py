@@ -432,3 +432,22 @@ def test_a_partition_flows_fetch_start_after_its_assignment():
     assert stalls and all(d["seconds"] >= 1.5 for d in stalls)
     assert [(d["partition"], round(d["seconds"] - 1.5, 3)) for d in stalls] == \
         [(d["partition"], d["seconds"]) for d in before]
+
+
+@pytest.mark.parametrize("action", ["crash", "kill"])
+def test_a_killed_consumer_commits_then_waits_for_its_session(action):
+    """`kill` is a close that stays in the group: it commits, the partitions stall until the
+    session expires; a crash does the same without the commit, so the new owner redoes work."""
+    scenario = parse_scenario({"group": "g", "duration": 60, "latency_budget": 3,
+                               "topics": [{"name": "t", "partitions": 4, "rate": 40}],
+                               "consumers": {"count": 4, "topics": ["t"], "processing_rate": 1000,
+                                             "session_timeout_ms": 10000, "auto_commit_interval_ms": 5000},
+                               "steps": [{"at": 22, "action": action, "count": 1}], "strategies": ["range"]})
+    sim = Simulation(scenario, "range", seed=1)
+    result = sim.run()
+    expired = [r for r in result.truth.rebalances if r.start_ms - scenario.start_ms >= 22000]
+    assert len(expired) == 1 and expired[0].start_ms - scenario.start_ms >= 22000 + 10000 - 3000
+    crashed_at = 22000 + scenario.start_ms
+    commits = [r for r in result.records if r.record["type_name"] == "offset_commit"
+               and crashed_at <= r.timestamp <= crashed_at + 100]
+    assert bool(commits) == (action == "kill")
