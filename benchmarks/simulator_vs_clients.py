@@ -68,7 +68,8 @@ def scenario_for(strategy: str, settings: dict[str, Any], phases: list[dict[str,
     # from 50 members, the coordinator computes a target between the first and the last leave.
     stops = by_name["halve"].get("stops_ms") or [0.0]
     stagger = math.ceil((max(stops) - min(stops)) / max(1, len(stops) - 1))
-    end = max(at.values()) + int(by_name["restart"]["until_ms"] - by_name["restart"]["since_ms"]) + 10_000
+    last = by_name[[name for name in PHASES if name in by_name][-1]]
+    end = max(at.values()) + int(last["until_ms"] - last["since_ms"]) + 10_000
     client_fields = {f.name for f in dataclasses.fields(ClientSpec)}
     clients = ClientSpec(count=n, topics=(TOPIC,), processing_rate=HARNESS_CAPACITY,
                          session_timeout_ms=settings["session_ms"], heartbeat_interval_ms=settings["heartbeat_ms"],

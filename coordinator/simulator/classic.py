@@ -57,6 +57,8 @@ class ClassicMemberClient(Member, Protocol):
 
     def heartbeat_soon(self) -> None: ...
 
+    def session_refreshed(self) -> None: ...
+
 
 @dataclass
 class ClassicMember:
@@ -333,6 +335,11 @@ class ClassicCoordinator:
     # -- offsets and deletion --------------------------------------------------------------------
     def offset_commit(self, client: Client, member_id: str | None,
                       offsets: dict[TopicPartition, int]) -> None:
+        # A member's commit counts as a heartbeat while the group is Stable or PreparingRebalance
+        # (OffsetMetadataManager reschedules the member's session timeout).
+        member = self.members.get(member_id) if member_id is not None else None
+        if member is not None and self.state in ("Stable", "PreparingRebalance"):
+            member.client.session_refreshed()
         self.sim.write_commits(offsets, version=3, topic_ids=False)
 
     def delete(self) -> bool:

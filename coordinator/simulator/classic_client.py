@@ -20,6 +20,7 @@ class ClassicClient(Client):
         self.phase = "idle"      # idle, joining, syncing, stable
         self.generation = -1
         self.hb_anchor = 0
+        self.refreshed_at = 0    # the coordinator's last sight of a commit from this member
         self.sticky_previous: list[TopicPartition] = []
 
     @property
@@ -28,6 +29,7 @@ class ClassicClient(Client):
 
     def begin(self) -> None:
         self.generation = -1
+        self.refreshed_at = 0
         self._send_join()
 
     def _metadata(self) -> JoinMetadata:
@@ -57,8 +59,14 @@ class ClassicClient(Client):
                    self, self.member_id)
 
     def last_heartbeat(self) -> int:
+        """When the coordinator last heard from this member: its last heartbeat on the grid, or a
+        later commit (which the coordinator takes as one)."""
         hb = self.spec.heartbeat_interval_ms
-        return self.hb_anchor + max(0, (self.sim.now - self.hb_anchor) // hb) * hb
+        beat = self.hb_anchor + max(0, (self.sim.now - self.hb_anchor) // hb) * hb
+        return max(beat, self.refreshed_at)
+
+    def session_refreshed(self) -> None:
+        self.refreshed_at = self.sim.now
 
     def on_rebalance_error(self) -> None:
         """REBALANCE_IN_PROGRESS (heartbeat or SyncGroup): onJoinPrepare at the next poll."""
