@@ -168,6 +168,7 @@ def committed_offsets(text: str) -> dict[tuple[str, int], float]:
 
 class Groupscope(Monitor):
     name = "groupscope"
+    spark_conf: dict[str, str] = {}   # --spark-conf: settings beside the job's defaults
 
     def launch(self) -> None:
         config = self.workdir / "groupscope.yaml"
@@ -177,7 +178,7 @@ source: {{bootstrap_servers: "{self.bootstrap}"}}
 checkpoint: {{path: "{self.workdir / 'checkpoint'}"}}
 history: {{path: "{self.workdir / 'history'}"}}
 exporter: {{listen: "127.0.0.1:{self.port}"}}
-""")
+""" + (f"spark: {{conf: {json.dumps(self.spark_conf)}}}\n" if self.spark_conf else ""))
         self._start([str(GROUPSCOPE), "run", "-c", str(config)])
 
     def scrape(self) -> dict[tuple[str, int], float]:
@@ -338,7 +339,8 @@ def catch_up(monitor: Monitor, groups: int, partitions: int, expected: Expected,
                                f"{monitor.log_tail()}")
         if time.perf_counter() - started > timeout:
             raise RuntimeError(f"{monitor.name}: {len(waiting)} groups not served after "
-                               f"{timeout:.0f}s:\n{monitor.log_tail()}")
+                               f"{timeout:.0f}s (first: {group_name(waiting[0])}, expected round "
+                               f"{expected(waiting[0])}):\n{monitor.log_tail()}")
         waiting = monitor.unserved(waiting, expected, partitions)
         if waiting:
             time.sleep(0.5)
@@ -440,9 +442,12 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=20.0,
                         help="seconds after the catch-up before memory is measured")
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for groupscope beside its defaults (experiments)")
     parser.add_argument("--kafka-version", default=None,
                         help=f"default: {KAFKA3_VERSION} with Burrow, {DEFAULT_VERSION} without")
     args = parser.parse_args()
+    Groupscope.spark_conf = dict(item.split("=", 1) for item in args.spark_conf)
     print(f"CPU probe at start: {cpu_probe()} s")
     with_burrow = BURROW.exists()
     if not with_burrow:
