@@ -239,10 +239,15 @@ def print_comparison(rows: list[dict[str, Any]], title: str = "") -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("phases", type=Path, help="JSON written by benchmarks.rebalance_truth --save")
+    parser.add_argument("phases", type=Path, nargs="?",
+                        help="JSON written by benchmarks.rebalance_truth --save")
     parser.add_argument("--before", action="store_true",
                         help="also the simulator's predictions with its settings before calibration")
     args = parser.parse_args(argv)
+    if args.phases is None:
+        print("nothing to compare: give the phases a canary run saved "
+              "(python -m benchmarks.rebalance_truth --save FILE), which also prints this comparison")
+        return
     saved = json.loads(args.phases.read_text())
     if args.before:
         print_comparison(compare(saved, calibrated=False), ", before calibration")
