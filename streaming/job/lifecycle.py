@@ -23,6 +23,7 @@ from streaming.job.checkpoint_layout import state_shards
 from streaming.errors import UserError
 from streaming.pipeline.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.gc_pause import collector_paused
+from streaming.job.state_restore import committed_snapshots
 from streaming.job.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
                                unique_events)
 from streaming.job.settings import (exporter_settings, offsets_client_factory, poller_settings,
@@ -225,13 +226,18 @@ class BatchSink:
             self.history.write(batch_id, "snapshots", snapshot_rows)
 
 
-def restore_view(view: MonitorView, history_path: str) -> int:
-    """Counters and last snapshots from the history, so a restarted job continues its series."""
+def restore_view(view: MonitorView, history_path: str,
+                 state: list[dict[str, Any]] | None = None) -> int:
+    """Counters from the history and each group's state, so a restarted job continues its series:
+    `state` (the checkpoint's, streaming/job/state_restore.py) when given, else the history's last
+    snapshots."""
     if not os.path.isdir(history_path):
+        if state:
+            view.update_groups(state)
         return 0
-    snapshots = latest_snapshots(read_history(history_path, "snapshots"))
+    snapshots = state if state is not None else latest_snapshots(read_history(history_path, "snapshots")).values()
     events = unique_events(read_history(history_path, "events"))
-    view.update_groups(snapshots.values())
+    view.update_groups(snapshots)
     view.apply_events(events)
     return len(events)
 
@@ -294,11 +300,16 @@ class Job:
         self.view.set_record_totals(self.view.records_total,
                                     {**{reason: 0 for reason in SKIP_LABELS}, **self.view.records_skipped})
         history = None
+        state = committed_snapshots(self.spark, query_checkpoint)
+        if state is not None:
+            log.info("restored %d groups from the checkpoint's state", len(state))
         if config.history.path:
             history = HistoryWriter(config.history.path, config.history.format)
-            restored = restore_view(self.view, config.history.path)
+            restored = restore_view(self.view, config.history.path, state)
             if restored:
                 log.info("restored %d events from the history at %s", restored, config.history.path)
+        elif state:
+            self.view.update_groups(state)
         if self._want_exporter:
             self.exporter = serve(self.view, exporter_settings(config))
         refresh = self.exporter.cache.refresh if self.exporter is not None else None

@@ -167,3 +167,36 @@ def test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run(spark, tmp_
     assert restore_view(MonitorView(), str(work / "history")) == len(expected[1])
     assert got[2] == expected[2]          # exporter counters: rebalances, moved, histogram counts
     assert got[3] == expected[3]          # records counted once each
+
+
+def _offsets_in_view(view: MonitorView) -> dict[str, dict[tuple[str, int], int]]:
+    return {name: {key: p.offset for key, p in g.partitions.items()} for name, g in view.groups.items()}
+
+
+def test_a_restart_serves_each_group_as_the_state_store_left_it(spark, tmp_path):
+    """A group that only committed offsets since its last history snapshot comes back with its
+    latest offsets, read from the checkpoint's state store, not with the snapshot's."""
+    capture = str(tmp_path / "capture.jsonl")
+    _capture(capture)
+    extra = {"GROUPSCOPE_SOURCE__MAX_RECORDS_PER_TRIGGER": "20",
+             "GROUPSCOPE_HISTORY__SNAPSHOT_INTERVAL": "86400s"}
+    first = Job(replay_config(tmp_path, capture, **extra), spark=spark, start_exporter=False,
+                start_poller=False)
+    first.start().processAllAvailable()
+    first.stop()
+    expected = _offsets_in_view(first.view)
+    assert expected and all(expected.values())
+    # The history's last snapshot of the group predates its last commits.
+    snapshots = latest_snapshots(read_history(str(tmp_path / "history"), "snapshots"))
+    stale = {name: {(o["topic"], int(o["partition"])): int(o["offset"]) for o in snap["offsets"]}
+             for name, snap in snapshots.items()}
+    assert stale != expected
+
+    second = Job(replay_config(tmp_path, capture, **extra), spark=spark, start_exporter=False,
+                 start_poller=False)
+    try:
+        second.start()  # nothing new to read: what it serves is what it restored
+        restored = _offsets_in_view(second.view)
+    finally:
+        second.stop()
+    assert restored == expected
