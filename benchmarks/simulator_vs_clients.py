@@ -49,15 +49,21 @@ class Figures:
     delayed: float
 
 
+def real_offsets(phases: list[dict[str, Any]]) -> dict[str, int]:
+    """Each phase's action in ms after the group's first (the real run's step times)."""
+    by_name = {p["phase"]: p for p in phases}
+    return {name: int(by_name[name]["since_ms"] - by_name["form"]["since_ms"])
+            for name in PHASES if name in by_name}
+
+
 def scenario_for(strategy: str, settings: dict[str, Any], phases: list[dict[str, Any]],
                  at: dict[str, int] | None = None, **overrides: Any) -> Scenario:
     """The canary run of one strategy as a scenario: steps at `at` (ms from the group's start; by
     default the real phases' offsets); `overrides` replace scenario or client settings
     (calibration experiments)."""
     by_name = {p["phase"]: p for p in phases}
-    origin = by_name["form"]["since_ms"]
     n, k = settings["n"], settings["k"]
-    at = at or {name: int(by_name[name]["since_ms"] - origin) for name in PHASES if name in by_name}
+    at = at or real_offsets(phases)
     # The harness's consumer threads start unevenly when 50 start at once on a busy machine:
     # the newcomers of the doubling give the start-up delay and its spread.
     starts = by_name["double"].get("starts_ms") or [500.0]
@@ -93,8 +99,8 @@ def aligned_steps(strategy: str, settings: dict[str, Any], phases: list[dict[str
     on a grid from its last SyncGroup; how long a join or leave waits for the others therefore
     depends on where in that grid it lands, and the simulator is given the same place."""
     by_name = {p["phase"]: p for p in phases}
-    names = [name for name in PHASES if name in by_name]
-    at = {name: int(by_name[name]["since_ms"] - by_name["form"]["since_ms"]) for name in names}
+    at = real_offsets(phases)
+    names = list(at)
     for previous, name in zip(names, names[1:]):
         sim = Simulation(scenario_for(strategy, settings, phases, at, **overrides), SIMULATOR_STRATEGY.get(strategy, strategy), seed=1)
         result = sim.run()
@@ -197,10 +203,9 @@ def compare(saved: dict[str, Any], calibrated: bool = True, **overrides: Any) ->
     for strategy, phases in by_strategy.items():
         if not set(PHASES[:4]) <= {p["phase"] for p in phases}:
             continue
-        at = aligned_steps(strategy, settings, phases, **overrides) if calibrated else None
+        at = aligned_steps(strategy, settings, phases, **overrides) if calibrated else real_offsets(phases)
         baseline = {p["phase"]: p.get("baseline_wait_s") or 0.0 for p in phases}
         scenario = scenario_for(strategy, settings, phases, at, **overrides)
-        at = {name: step.at_ms for name, step in zip([p["phase"] for p in phases][1:], scenario.steps)} | {"form": 0}
         predicted = predict(scenario, windows_of(phases, at), baseline)
         for p in phases:
             truth, sim = truth_of(p), predicted[p["phase"]]

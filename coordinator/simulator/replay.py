@@ -70,10 +70,9 @@ class HistoryRecorder:
     def history(self, group: str, partitions: dict[str, int], session_timeout_ms: int | None = None,
                 rebalance_timeout_ms: int | None = None) -> GroupHistory:
         start, end = self.span.get(group, (0, 0))
-        points = [(t, n) for t, n in self.membership.get(group, [])]
         # Drop points that change nothing (a leave and a join in one moment, then the same count).
         kept: list[tuple[int, int]] = []
-        for t, n in points:
+        for t, n in self.membership.get(group, []):
             if not kept or kept[-1][1] != n:
                 kept.append((t, n))
         return GroupHistory(group, tuple(kept), dict(partitions), self.rates(group, partitions), start, end,

@@ -226,18 +226,15 @@ class BatchSink:
             self.history.write(batch_id, "snapshots", snapshot_rows)
 
 
-def restore_view(view: MonitorView, history_path: str,
-                 state: list[dict[str, Any]] | None = None) -> int:
-    """Counters from the history and each group's state, so a restarted job continues its series:
-    `state` (the checkpoint's, streaming/job/state_restore.py) when given, else the history's last
-    snapshots."""
+def restore_view(view: MonitorView, history_path: str, snapshots: bool = True) -> int:
+    """Counters from the history, so a restarted job continues its series, and with `snapshots`
+    each group's last snapshot from it (a job that read the groups from its checkpoint's state,
+    streaming/job/state_restore.py, has fresher ones)."""
     if not os.path.isdir(history_path):
-        if state:
-            view.update_groups(state)
         return 0
-    snapshots = state if state is not None else latest_snapshots(read_history(history_path, "snapshots")).values()
+    if snapshots:
+        view.update_groups(latest_snapshots(read_history(history_path, "snapshots")).values())
     events = unique_events(read_history(history_path, "events"))
-    view.update_groups(snapshots)
     view.apply_events(events)
     return len(events)
 
@@ -302,14 +299,13 @@ class Job:
         history = None
         state = committed_snapshots(self.spark, query_checkpoint)
         if state is not None:
+            self.view.update_groups(state)
             log.info("restored %d groups from the checkpoint's state", len(state))
         if config.history.path:
             history = HistoryWriter(config.history.path, config.history.format)
-            restored = restore_view(self.view, config.history.path, state)
+            restored = restore_view(self.view, config.history.path, snapshots=state is None)
             if restored:
                 log.info("restored %d events from the history at %s", restored, config.history.path)
-        elif state:
-            self.view.update_groups(state)
         if self._want_exporter:
             self.exporter = serve(self.view, exporter_settings(config))
         refresh = self.exporter.cache.refresh if self.exporter is not None else None
