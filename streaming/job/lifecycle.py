@@ -131,8 +131,20 @@ def collect_output(batch_df, stopping: threading.Event):
         raise
 
 
+# How long a stop waits for the micro-batch in flight before it cancels it. Cancelling a batch
+# loses nothing (it runs again at the next start), but Spark 4.2's state server prints an
+# uncaught ClosedByInterruptException to stderr when the cancel finds a task whose Python worker
+# has not connected yet (SPARK-58977, fixed in later Spark); a batch that ends first leaves no task
+# to cancel. systemd waits 90 s (TimeoutStopSec) before it kills.
+STOP_GRACE_S = 30.0
+
+
 class BatchSink:
-    """foreachBatch: hands the stateful stage's output to the view and the history."""
+    """foreachBatch: hands the stateful stage's output to the view and the history.
+
+    A stop drains it (`drain`): the batch in flight ends and is committed; a batch that starts
+    once the stop has begun does no work and ends as interrupted by the stop, so Spark commits
+    nothing for it and runs it again at the next start."""
 
     def __init__(self, view: MonitorView, history: HistoryWriter | None,
                  progress: OffsetsTopicProgress, snapshot_interval_s: float) -> None:
@@ -144,14 +156,46 @@ class BatchSink:
         self._caught_up = False
         self.batches = 0
         self.stopping = threading.Event()  # set by Job.stop before it stops the query
+        self.query_active: Callable[[], bool] = lambda: False  # Job.start sets the query's
+        self._idle = threading.Condition()
+        self._busy = False
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        # Through Arrow, column by column: cheaper than one Row object per output row.
-        table = collect_output(batch_df, self.stopping)
-        with collector_paused():  # a catch-up batch adds 10^5 long-lived objects to the view
-            self.handle_rows(zip(*(table.column(name).to_pylist()
-                                   for name in ("group", "kind", "payload", "ts_ms"))), batch_id)
-        self.batches += 1
+        with self._idle:
+            stopping = self.stopping.is_set()
+            self._busy = not stopping
+        if stopping:
+            self._end_as_stopped()
+        try:
+            # Through Arrow, column by column: cheaper than one Row object per output row.
+            table = collect_output(batch_df, self.stopping)
+            with collector_paused():  # a catch-up batch adds 10^5 long-lived objects to the view
+                self.handle_rows(zip(*(table.column(name).to_pylist()
+                                       for name in ("group", "kind", "payload", "ts_ms"))), batch_id)
+            self.batches += 1
+        finally:
+            with self._idle:
+                self._busy = False
+                self._idle.notify_all()
+
+    def drain(self, timeout_s: float) -> bool:
+        """Mark the sink stopping and wait up to `timeout_s` for the batch in flight to end;
+        False when it is still running."""
+        with self._idle:
+            self.stopping.set()
+            return self._idle.wait_for(lambda: not self._busy, timeout_s)
+
+    def _end_as_stopped(self) -> None:
+        """A batch that began after the stop: wait until the query is stopped, then fail as
+        Spark's stop expects (STOPPING_MESSAGE). Raising earlier would fail the query instead;
+        returning would commit a batch that did nothing."""
+        deadline = time.monotonic() + STOP_GRACE_S + 60.0
+        try:
+            while self.query_active() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        except Exception:  # the JVM is gone: nothing is left to commit the batch
+            pass
+        raise QueryStopping(STOPPING_MESSAGE)
 
     def handle_rows(self, rows, batch_id: int) -> None:
         snapshots: list[dict[str, Any]] = []
@@ -322,6 +366,8 @@ class Job:
         self.query = (stream.writeStream.foreachBatch(self.sink)
                       .option("checkpointLocation", query_checkpoint)
                       .trigger(**trigger).queryName("groupscope").start())
+        query = self.query
+        self.sink.query_active = lambda: query.isActive
         self._timing = BatchDurations(self.view, self.query).start()
         return self.query
 
@@ -332,7 +378,9 @@ class Job:
             self._timing = None
         if self.sink is not None:
             logging.getLogger("py4j.clientserver").addFilter(_not_the_stop)  # added once
-            self.sink.stopping.set()
+            if not self.sink.drain(STOP_GRACE_S):
+                log.warning("stopping: the micro-batch in flight outlasted %.0f s and is cancelled;"
+                            " it runs again at the next start", STOP_GRACE_S)
         if self.query is not None:
             try:
                 self.query.stop()

@@ -1,13 +1,15 @@
-"""A stop that comes while the sink collects a micro-batch ends the query as a stop: the sink
-turns the cancelled collect into a short error worded for Spark. Spark's own classifier
-(StreamExecution.isInterruptionException) overflowed its stack on the long error before, and
-the stream thread died with a StackOverflowError on stderr."""
+"""A stop drains the sink: the micro-batch in flight ends and is committed, and one that begins
+after the stop does nothing and ends as interrupted by the stop. A batch that outlasts the grace
+period is cancelled, and the sink turns the cancelled collect into a short error worded for
+Spark: Spark's own classifier (StreamExecution.isInterruptionException) overflowed its stack on
+the long error before, and the stream thread died with a StackOverflowError on stderr."""
 from __future__ import annotations
 
 import logging
 import threading
 import traceback
 
+import pyarrow as pa
 import pytest
 from py4j.protocol import Py4JJavaError
 
@@ -23,8 +25,41 @@ CANCELLED = ("An error occurred while calling o416.getResult.\n"
 
 
 class _CancelledCollect:
+    def __init__(self, stopping: threading.Event | None = None) -> None:
+        self.stopping = stopping
+
     def toArrow(self):
+        if self.stopping is not None:  # the stop came while the batch ran
+            self.stopping.set()
         raise RuntimeError(CANCELLED)
+
+
+class _HeldBatch:
+    """A micro-batch that ends when the test says so."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def toArrow(self):
+        self.started.set()
+        assert self.release.wait(30)
+        return pa.table({"group": pa.array([], pa.string()), "kind": pa.array([], pa.string()),
+                         "payload": pa.array([], pa.string()), "ts_ms": pa.array([], pa.int64())})
+
+
+def _in_thread(call) -> tuple[threading.Thread, list]:
+    outcome: list = []
+
+    def run():
+        try:
+            outcome.append(call())
+        except BaseException as exc:  # the test reads it
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
 
 
 def _seen_by_spark(exc: BaseException) -> str:
@@ -43,9 +78,8 @@ def _is_interruption(spark, text: str) -> bool:
 
 def test_a_collect_cancelled_by_the_stop_reads_as_a_stop_to_spark(spark):
     sink = BatchSink(MonitorView(), None, OffsetsTopicProgress(None), 300.0)
-    sink.stopping.set()
     with pytest.raises(QueryStopping) as stopped:
-        sink(_CancelledCollect(), 7)
+        sink(_CancelledCollect(sink.stopping), 7)
     text = _seen_by_spark(stopped.value)
     assert "RuntimeError" not in text and len(text) < 2_000
     assert _is_interruption(spark, text)
@@ -54,6 +88,37 @@ def test_a_collect_cancelled_by_the_stop_reads_as_a_stop_to_spark(spark):
     with pytest.raises(Py4JJavaError):
         _is_interruption(spark, "Traceback (most recent call last):\n"
                                 "py4j.protocol.Py4JJavaError: " + CANCELLED)
+
+
+def test_a_stop_waits_for_the_batch_in_flight():
+    sink = BatchSink(MonitorView(), None, OffsetsTopicProgress(None), 300.0)
+    batch = _HeldBatch()
+    thread, outcome = _in_thread(lambda: sink(batch, 3))
+    assert batch.started.wait(10)
+    assert sink.drain(0.2) is False  # still running
+    assert sink.stopping.is_set()
+    batch.release.set()
+    assert sink.drain(10) is True
+    thread.join(10)
+    assert outcome == [None] and sink.batches == 1
+
+
+def test_a_batch_that_begins_after_the_stop_does_nothing_and_reads_as_a_stop(spark):
+    sink = BatchSink(MonitorView(), None, OffsetsTopicProgress(None), 300.0)
+    active = threading.Event()
+    active.set()
+    sink.query_active = active.is_set
+    assert sink.drain(1) is True  # nothing in flight
+    batch = _HeldBatch()
+    thread, outcome = _in_thread(lambda: sink(batch, 4))
+    # Until the query is stopped the batch waits: failing earlier would fail the query.
+    thread.join(0.5)
+    assert thread.is_alive() and not outcome
+    active.clear()
+    thread.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], QueryStopping)
+    assert not batch.started.is_set() and sink.batches == 0
+    assert _is_interruption(spark, _seen_by_spark(outcome[0]))
 
 
 def test_a_failure_before_the_stop_stays_what_it_is():
