@@ -108,6 +108,20 @@ class Evaluator:
         if group.dead_since_s is None:
             self._partitions(group, sink)
 
+    def lag_at_rest(self, group: GroupRecord) -> bool:
+        """Whether `group_lag`'s figures stay what they are until the group or the end offsets
+        of its partitions change: every exported partition is at its end (lag 0, so time lag 0
+        and status OK whatever the time) or has no end offset yet (NOTFOUND)."""
+        if group.dead_since_s is not None:
+            return True
+        ends_by_key = self.view.ends
+        for part in self._exported_partitions(group):
+            ends = ends_by_key.get(part.key)
+            offsets = ends.timeline.offsets if ends is not None else None
+            if offsets and offsets[-1] > part.offset:
+                return False
+        return True
+
     def _exported_partitions(self, group: GroupRecord):
         """Committed partitions whose series are exported (subscribed topics only, by default)."""
         subscribed = None if self.view.settings.include_unsubscribed else group.subscribed

@@ -7,7 +7,10 @@ text format needs each family's samples together):
 - its *lag* part (lag, time lag, status, roll-ups) also changes when end offsets change and, for
   time lag and the STOP rule, as time passes.
 
-`refresh()` re-renders the lag part of every group (and everything when metadata changed). The
+`refresh()` re-renders the lag part of every group whose figures can have changed (and
+everything when metadata changed): a group at rest (every partition at its end offset, see
+`Evaluator.lag_at_rest`) keeps its lag part until it commits or one of its partitions' end
+offsets or log start moves, since time alone changes nothing in it. The
 end-offset poller calls it right after each poll, off the scrape path. A scrape re-renders the
 groups the job changed since the last refresh (both parts), refreshes itself only if no refresh
 happened since the end offsets changed or for `max_age_s`, and evaluates the monitor's own
@@ -35,6 +38,7 @@ class MetricsCache:
         self.state_chunks: dict[str, dict[str, str]] = {}
         self.lag_chunks: dict[str, dict[str, str]] = {}
         self.topic_chunks: dict[str, str] = {}
+        self.at_rest: set[str] = set()  # groups whose cached lag part time cannot change
         self.refreshed_at: float | None = None
         self.refreshed_version = -1
         self.refreshed_ends_version = -1
@@ -51,6 +55,7 @@ class MetricsCache:
                 now = view.clock()
                 view.housekeeping(now)
                 changed = view.take_changed_groups()
+                moved = view.take_moved_ends()
                 version, ends_version = view.version, view.ends_version
                 full = self.refreshed_at is None or version != self.refreshed_version
                 names = list(view.groups)
@@ -62,6 +67,7 @@ class MetricsCache:
                 self.topic_chunks = self._render(sink)
             state = {} if full else self.state_chunks
             lag: dict[str, dict[str, str]] = {}
+            previous, at_rest = self.lag_chunks, set()
             for first in range(0, len(names), _GROUPS_PER_LOCK):
                 with view.lock:
                     for name in names[first:first + _GROUPS_PER_LOCK]:
@@ -70,8 +76,15 @@ class MetricsCache:
                             continue
                         if full or name in changed or name not in state:
                             state[name] = self._render_part(evaluator.group_state, group)
-                        lag[name] = self._render_part(evaluator.group_lag, group)
-            self.state_chunks, self.lag_chunks = state, lag
+                        if (not full and name not in changed and name in self.at_rest
+                                and name in previous
+                                and (not moved or moved.isdisjoint(group.partitions))):
+                            lag[name] = previous[name]
+                        else:
+                            lag[name] = self._render_part(evaluator.group_lag, group)
+                        if evaluator.lag_at_rest(group):
+                            at_rest.add(name)
+            self.state_chunks, self.lag_chunks, self.at_rest = state, lag, at_rest
             self.refreshed_at = now
             self.refreshed_version, self.refreshed_ends_version = version, ends_version
 
@@ -95,6 +108,10 @@ class MetricsCache:
                     if group is not None:
                         self.state_chunks[name] = self._render_part(evaluator.group_state, group)
                         self.lag_chunks[name] = self._render_part(evaluator.group_lag, group)
+                        if evaluator.lag_at_rest(group):
+                            self.at_rest.add(name)
+                        else:
+                            self.at_rest.discard(name)
                 for chunks in (self.state_chunks, self.lag_chunks):
                     for name in [name for name in chunks if name not in view.groups]:
                         del chunks[name]

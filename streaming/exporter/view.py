@@ -117,6 +117,9 @@ class MonitorView:
         # last looked; `version` is bumped when something every group's state depends on changes
         # (topic metadata), `ends_version` when end offsets change (every poll).
         self.changed_groups: set[str] = set()
+        # Partitions whose end offset or log start changed since the cache last looked: a group
+        # whose partitions all sat at their end needs no new lag figures until one of them does.
+        self.moved_ends: set[TopicPartition] = set()
         self.version = 0
         self.ends_version = 0
 
@@ -171,10 +174,14 @@ class MonitorView:
                            poll_duration_s: float) -> None:
         with self.lock:
             size = self.settings.time_table_size
+            moved = self.moved_ends
             for key, end in ends.items():
                 entry = self.ends.get(key)
                 if entry is None:
                     entry = self.ends[key] = PartitionEnds(size)
+                offsets = entry.timeline.offsets
+                if not offsets or offsets[-1] != end:
+                    moved.add(key)
                 if not entry.timeline.add(end, observed_s):
                     latest = entry.timeline.latest
                     if latest is not None and end < latest[0]:
@@ -185,6 +192,8 @@ class MonitorView:
             for key, start in starts.items():
                 entry = self.ends.get(key)
                 if entry is not None:
+                    if entry.start != start:
+                        moved.add(key)
                     entry.start = start
             self._forget_unwanted_ends()
             self.ends_version += 1
@@ -227,10 +236,15 @@ class MonitorView:
             wanted.update(group.partitions)
         for key in [key for key in self.ends if key not in wanted]:
             del self.ends[key]
+            self.moved_ends.add(key)
 
     def take_changed_groups(self) -> set[str]:
         changed, self.changed_groups = self.changed_groups, set()
         return changed
+
+    def take_moved_ends(self) -> set[TopicPartition]:
+        moved, self.moved_ends = self.moved_ends, set()
+        return moved
 
     def _group(self, name: str) -> GroupRecord:
         self.changed_groups.add(name)

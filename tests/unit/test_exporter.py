@@ -8,11 +8,12 @@ import urllib.error
 import urllib.request
 
 import pytest
+from hypothesis import example, given, settings, strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator.status import StatusSettings
 from streaming.exporter.catalog import COMPAT_TARGETS, exported_series
-from streaming.exporter.evaluation import build_families
+from streaming.exporter.evaluation import Evaluator, build_families
 from streaming.exporter.exposition import render_text
 from streaming.exporter.server import ExporterSettings, start_exporter
 from streaming.exporter.metrics_cache import MetricsCache
@@ -509,3 +510,80 @@ def test_a_refresh_runs_without_a_garbage_collection(clock):
     assert len(collections) <= 1  # at most one, as the collector is turned back on
     lag = parse(cache.text())["kafka_consumergroup_lag"]
     assert len(lag) == 100 * 50 and set(lag.values()) == {400 - 100 - p for p in range(50)}
+
+
+_OPS = st.one_of(
+    st.tuples(st.just("commit"), st.integers(0, 2), st.integers(0, 2), st.integers(0, 40)),
+    st.tuples(st.just("end"), st.integers(0, 2), st.integers(0, 40)),
+    st.tuples(st.just("start"), st.integers(0, 2), st.integers(0, 40)),
+    st.tuples(st.just("wait"), st.floats(0.5, 90.0)),
+    st.tuples(st.just("refresh")),
+    st.tuples(st.just("scrape")))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_OPS, max_size=30))
+# A group at rest falls behind and a scrape renders it: the next refresh must not keep that
+# render as the lag part of a group at rest.
+@example([("commit", 0, 0, 10), ("end", 0, 10), ("refresh",), ("commit", 0, 0, 4), ("scrape",),
+          ("wait", 30.0), ("refresh",)])
+def test_a_cache_that_keeps_groups_at_rest_serves_what_a_full_evaluation_does(ops):
+    """Commits, polls (end offsets and log starts up, down or unchanged), time passing, refreshes
+    and scrapes in any order: right after each refresh (which brings time lags up to now; between
+    refreshes a scrape serves them as of the last one), the cached exposition, which re-renders
+    the lag part only of groups not at rest, equals evaluating everything afresh."""
+    clock = Clock()
+    view = make_view(clock, compat=COMPAT_TARGETS)
+    view.update_topic_metadata({}, {"orders": 3})
+    cache = MetricsCache(view)
+    offsets: dict[int, dict[int, int]] = {}
+    for op in ops:
+        if op[0] == "commit":
+            _, g, p, offset = op
+            offsets.setdefault(g, {})[p] = offset
+            view.update_groups([snapshot(f"g{g}", [member("m", [("orders", p)])],
+                                         [("orders", q, o, clock.now) for q, o in
+                                          sorted(offsets[g].items())], updated_s=clock.now)])
+        elif op[0] == "end":
+            clock.now += 0.1
+            view.update_end_offsets({("orders", op[1]): op[2]}, {}, clock.now, 0.01)
+        elif op[0] == "start":
+            view.update_end_offsets({}, {("orders", op[1]): op[2]}, clock.now, 0.01)
+        elif op[0] == "wait":
+            clock.now += op[1]
+        elif op[0] == "refresh":
+            cache.refresh()
+            assert cache.text() == render_text(build_families(view))
+        else:
+            cache.text()
+    cache.refresh()
+    assert cache.text() == render_text(build_families(view))
+
+
+def test_a_refresh_renders_again_only_the_groups_whose_lag_can_have_changed(clock, monkeypatch):
+    view = make_view(clock)
+    view.update_topic_metadata({}, {"orders": 3})
+    for g, committed in enumerate((10, 10, 4)):  # g2 lags: its time lag grows as time passes
+        view.update_groups([snapshot(f"g{g}", [member("m", [("orders", g)])],
+                                     [("orders", g, committed, T0 - 30)])])
+    ends = {("orders", p): 10 for p in range(3)}
+    view.update_end_offsets(ends, {}, T0 - 20, 0.01)
+    cache = MetricsCache(view)
+    cache.refresh()
+    rendered: list[str] = []
+    group_lag = Evaluator.group_lag
+    monkeypatch.setattr(Evaluator, "group_lag",
+                        lambda self, group, sink: (rendered.append(group.name),
+                                                   group_lag(self, group, sink))[1])
+    clock.now += 60
+    view.update_end_offsets(ends, {}, T0 + 40, 0.01)  # a poll that finds nothing moved
+    cache.refresh()
+    assert rendered == ["g2"]
+    rendered.clear()
+    view.update_end_offsets({**ends, ("orders", 1): 12}, {}, T0 + 45, 0.01)
+    cache.refresh()
+    assert rendered == ["g1", "g2"]
+    samples = parse(cache.text())
+    assert value(samples, "kafka_consumergroup_lag", group="g1", topic="orders",
+                 partition="1") == 2
+    assert cache.text() == render_text(build_families(view))
