@@ -12,7 +12,10 @@ so the broker itself writes one record batch of PARTITIONS records per request. 
   (the JVM, its Python workers and this driver process; the Kafka broker's JVM is reported
   apart). Run `--runs` times in the same session, each on a fresh checkpoint: the first run pays
   for JIT compilation and Python worker start-up;
-* latency: a job reading from `latest` while a separate process commits at `--rate` commits/s
+* latency: a job as users run it (the exporter on and scraped every `--scrape-interval` s, the
+  end-offset poller on, the job's default trigger unless `--trigger` says otherwise; the trigger
+  is printed next to the figures) reading from `latest` while a separate process commits at
+  `--rate` commits/s
   through the OffsetCommit API (each group commits all its partitions in one request, groups
   spread evenly over the period); the latency of a commit is the moment its offset reaches the
   view minus its commit timestamp, which the broker sets when it writes the commit.
@@ -26,6 +29,7 @@ so the broker itself writes one record batch of PARTITIONS records per request. 
 Usage (from the repository root):
     python -m benchmarks.pipeline [--records N] [--groups N] [--client kafka-python|confluent]
         [--runs N] [--latency-seconds S] [--settle S] [--rate R] [--trigger S]
+        [--scrape-interval S]
         [--latency-broker fresh|preloaded] [--latency-start latest|earliest]
         [--conf key=value ...]
 """
@@ -39,6 +43,7 @@ import statistics
 import tempfile
 import threading
 import time
+import urllib.request
 
 from benchmarks import commit_load
 from benchmarks._process_cpu import tree_cpu_seconds
@@ -46,10 +51,12 @@ from benchmarks.commit_load import final_offset, group_name, topic_of
 from tests.support.jvm_children import children_of
 from tests.support.kafka_broker import start_kafka
 
-def base_config(args, workdir: str, name: str, bootstrap: str, starting: str, trigger_s: float,
-                max_records: int | None):
-    from streaming.config import (CheckpointConfig, Config, HistoryConfig, SourceConfig,
-                                  SparkConfig, TriggerConfig)
+def base_config(args, workdir: str, name: str, bootstrap: str, starting: str,
+                trigger_s: float | None, max_records: int | None):
+    """The job's defaults but where it reads and keeps its state; `trigger_s` None keeps the
+    default trigger."""
+    from streaming.config import (CheckpointConfig, Config, ExporterConfig, HistoryConfig,
+                                  SourceConfig, SparkConfig, TriggerConfig)
 
     return Config(
         spark=SparkConfig(master="local[2]", conf=dict(args.conf)),
@@ -58,7 +65,8 @@ def base_config(args, workdir: str, name: str, bootstrap: str, starting: str, tr
                             max_records_per_trigger=max_records),
         checkpoint=CheckpointConfig(path=os.path.join(workdir, name, "checkpoint")),
         history=HistoryConfig(path=os.path.join(workdir, name, "history")),
-        trigger=TriggerConfig(interval=trigger_s))
+        exporter=ExporterConfig(listen="127.0.0.1:0"),
+        trigger=TriggerConfig() if trigger_s is None else TriggerConfig(interval=trigger_s))
 
 
 def zygote_pid() -> int | None:
@@ -174,7 +182,9 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
 
     config = base_config(args, workdir, "latency", bootstrap, args.latency_start, args.trigger,
                          args.steady_max_records)
-    job = Job(config, spark=spark, start_exporter=False, start_poller=False)
+    trigger_s = config.trigger.interval
+    # As users run it: the exporter and the end-offset poller on, scraped like Prometheus does.
+    job = Job(config, spark=spark)
     latencies: list[float] = []
     committed_at: list[int] = []
     seen: dict[tuple[str, str, int], int] = {}
@@ -194,8 +204,21 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
                         committed_at.append(entry["commit_timestamp_ms"])
 
     measuring = threading.Event()
+    done = threading.Event()
     job.view.update_groups = timed_update
     job.start()
+    scrapes: list[float] = []
+
+    def scrape() -> None:
+        url = f"http://127.0.0.1:{job.exporter.port}/metrics"
+        while not done.wait(args.scrape_interval):
+            t0 = time.perf_counter()
+            with urllib.request.urlopen(url, timeout=60) as response:
+                response.read()
+            scrapes.append(time.perf_counter() - t0)
+
+    scraper = threading.Thread(target=scrape, daemon=True)
+    scraper.start()
     try:
         time.sleep(args.warmup)  # the first batches start the Python workers
         waiting_since = time.perf_counter()
@@ -214,11 +237,12 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
         measuring.set()
         measured_from_ms = time.time() * 1000
         producer.join()
-        time.sleep(args.trigger + 3.0)
+        time.sleep(trigger_s + 3.0)
         after = cpu.sample()
         batches = job.sink.batches
         progress = list(job.query.recentProgress)
     finally:
+        done.set()
         job.stop()
     jvm, driver, kafka = (a - b for a, b in zip(after, before))
     if not latencies:
@@ -233,7 +257,10 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     def pct(q: float) -> float:
         return latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1000
 
-    print(f"latency at {args.rate:,.0f} commits/s, trigger {args.trigger}s: p50 {pct(0.5):.2f}s, "
+    trigger = f"trigger {trigger_s:g}s" + (" (the default)" if args.trigger is None else "")
+    print(f"latency at {args.rate:,.0f} commits/s, {trigger}, exporter scraped every "
+          f"{args.scrape_interval:g}s (median scrape {statistics.median(scrapes or [0]):.2f}s), "
+          f"end-offset poller on: p50 {pct(0.5):.2f}s, "
           f"p90 {pct(0.9):.2f}s, p99 {pct(0.99):.2f}s, max {latencies[-1] / 1000:.2f}s over "
           f"{len(latencies):,} commits; {batches} micro-batches; CPU over "
           f"{args.latency_seconds:.0f}s: JVM+workers {jvm:.1f}s, driver {driver:.1f}s, "
@@ -273,8 +300,10 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=60.0,
                         help="seconds of load before latencies are measured")
     parser.add_argument("--rate", type=float, default=5_000.0)
-    parser.add_argument("--trigger", type=float, default=0.5,
-                        help="trigger interval of the latency run, seconds")
+    parser.add_argument("--trigger", type=float, default=None,
+                        help="trigger interval of the latency run, seconds (default: the job's)")
+    parser.add_argument("--scrape-interval", type=float, default=15.0,
+                        help="seconds between scrapes of the latency run's exporter")
     parser.add_argument("--steady-max-records", type=int, default=None)
     parser.add_argument("--latency-start", choices=("latest", "earliest"), default="latest",
                         help="where the latency run's job starts reading")
