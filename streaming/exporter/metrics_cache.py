@@ -79,9 +79,11 @@ class MetricsCache:
                         if (not full and name not in changed and name in self.at_rest
                                 and name in previous
                                 and (not moved or moved.isdisjoint(group.partitions))):
+                            # Nothing lag_at_rest reads has changed: still at rest.
                             lag[name] = previous[name]
-                        else:
-                            lag[name] = self._render_part(evaluator.group_lag, group)
+                            at_rest.add(name)
+                            continue
+                        lag[name] = self._render_part(evaluator.group_lag, group)
                         if evaluator.lag_at_rest(group):
                             at_rest.add(name)
             self.state_chunks, self.lag_chunks, self.at_rest = state, lag, at_rest
