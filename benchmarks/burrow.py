@@ -91,21 +91,26 @@ class Memory:
         return f"RSS {self.rss_mb:,.0f} MB, PSS {self.pss_mb:,.0f} MB, {self.processes} processes"
 
 
-def tree_memory(root: int) -> Memory:
-    """RSS and PSS summed over `root`'s process tree (/proc/<pid>/smaps_rollup)."""
+def process_rss_pss(pid: int) -> tuple[int, int] | None:
+    """(RSS kB, PSS kB) of a live process (/proc/<pid>/smaps_rollup); None once it is gone."""
     rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except OSError:
+        return None
+    return rss, pss
+
+
+def tree_memory(root: int) -> Memory:
+    """RSS and PSS summed over `root`'s process tree."""
     pids = tree_pids(root)
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/smaps_rollup") as fh:
-                for line in fh:
-                    if line.startswith("Rss:"):
-                        rss += int(line.split()[1])
-                    elif line.startswith("Pss:"):
-                        pss += int(line.split()[1])
-        except OSError:
-            continue
-    return Memory(rss / 1024, pss / 1024, len(pids))
+    seen = [m for m in map(process_rss_pss, pids) if m is not None]
+    return Memory(sum(r for r, _ in seen) / 1024, sum(p for _, p in seen) / 1024, len(pids))
 
 
 def _get(url: str, timeout: float = 30) -> bytes:

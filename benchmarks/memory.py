@@ -15,26 +15,20 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from benchmarks.burrow import Groupscope, catch_up, cpu_probe, tree_pids
+from benchmarks.burrow import Groupscope, catch_up, cpu_probe, process_rss_pss, tree_pids
 from benchmarks.commit_load import create_topics, preload
 from tests.support.kafka_broker import start_kafka
 
 
 def process_memory(pid: int) -> tuple[int, int, str] | None:
     """(RSS MB, PSS MB, command line) of a live process."""
+    memory = process_rss_pss(pid)
     try:
-        rss = pss = 0
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Rss:"):
-                    rss = int(line.split()[1]) // 1024
-                elif line.startswith("Pss:"):
-                    pss = int(line.split()[1]) // 1024
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
             command = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        return rss, pss, command
     except OSError:
         return None
+    return None if memory is None else (memory[0] // 1024, memory[1] // 1024, command)
 
 
 def main() -> None:
