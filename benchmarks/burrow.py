@@ -65,6 +65,16 @@ PROBE = "import time;t=time.time();sum(i*i for i in range(10**7));print(round(ti
 
 Expected = Callable[[int], int]  # group number -> its last round
 
+# The test broker rolls `__consumer_offsets` segments at 1 MiB so that tests see compaction; its
+# log cleaner would then compact the backlog while it is loaded, and 3M commits would cost a
+# monitor little more than 1M. Here the whole backlog stays in one active segment, which the
+# cleaner never touches: what a monitor meets after a burst of commits, before compaction.
+BENCH_BROKER = {"offsets.topic.segment.bytes": str(1 << 30)}
+# The many-groups phase judges a sample of the groups (every SAMPLE_STRIDE-th, and the last
+# groups written): one HTTP request per group to Burrow, or parsing a million series per
+# scrape, would load the cores the monitors share.
+SAMPLE_STRIDE = 100
+
 
 def cpu_probe() -> str:
     return subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True).stdout.strip()
@@ -137,6 +147,10 @@ class Monitor:
         """The groups in `groups` whose served offsets are not yet their final ones."""
         raise NotImplementedError
 
+    def visible(self) -> bool:
+        """Whether any group's offsets are served yet."""
+        raise NotImplementedError
+
     def stop(self) -> None:
         if self.process:
             stop_gracefully(self.process, 60)
@@ -183,6 +197,38 @@ def committed_offsets(text: str) -> dict[tuple[str, int], float]:
     return out
 
 
+_COMMITTED = "kafka_consumergroup_committed_offset{"
+_PARTITION_VALUE = re.compile(r'partition="(\d+)"[^}]*\} (\S+)')
+
+
+def sampled_offsets(text: str, groups: list[str]) -> dict[tuple[str, int], float]:
+    """(group, partition) -> committed offset for `groups` only. groupscope writes a family's
+    series group after group in name order, so one forward pass finds them all; a group found
+    out of that order reads as not served."""
+    out: dict[tuple[str, int], float] = {}
+    at = text.find(_COMMITTED)
+    end = text.find("\n# ", at) if at >= 0 else -1
+    end = len(text) if end < 0 else end
+    for group in sorted(groups):
+        needle = f'group="{group}"'
+        found = text.find(needle, at, end) if at >= 0 else -1
+        if found < 0:
+            continue
+        line = text.rfind("\n", 0, found) + 1
+        while line < end and text.startswith(_COMMITTED, line):
+            stop = text.find("\n", line, end)
+            stop = end if stop < 0 else stop
+            row = text[line:stop]
+            if needle not in row:
+                break
+            match = _PARTITION_VALUE.search(row)
+            if match:
+                out[(group, int(match.group(1)))] = float(match.group(2))
+            line = stop + 1
+        at = line
+    return out
+
+
 class Groupscope(Monitor):
     name = "groupscope"
     spark_conf: dict[str, str] = {}   # --spark-conf: settings beside the job's defaults
@@ -201,6 +247,9 @@ exporter: {{listen: "127.0.0.1:{self.port}"}}
     def scrape(self) -> dict[tuple[str, int], float]:
         return committed_offsets(self.scrape_text()[0])
 
+    def visible(self) -> bool:
+        return f"\n{_COMMITTED}" in self.scrape_text()[0]
+
     def scrape_text(self) -> tuple[str, float]:
         """The exposition ('' when unreachable) and the moment its response ended."""
         try:
@@ -210,7 +259,7 @@ exporter: {{listen: "127.0.0.1:{self.port}"}}
         return text, time.time()
 
     def unserved(self, groups: list[int], expected: Expected, partitions: int) -> list[int]:
-        served = self.scrape()
+        served = sampled_offsets(self.scrape_text()[0], [group_name(g) for g in groups])
         return [g for g in groups if any(
             served.get((group_name(g), p)) != final_offset(expected(g), p)
             for p in range(partitions))]
@@ -288,6 +337,13 @@ expire-cache=10
                     out[(topic, p)] = max(ring)
         return out
 
+    def visible(self) -> bool:
+        try:
+            body = json.loads(_get(f"http://127.0.0.1:{self.port}/v3/kafka/{CLUSTER}/consumer"))
+        except (urllib.error.URLError, ConnectionError, OSError, ValueError):
+            return False
+        return bool(body.get("consumers"))
+
     def unserved(self, groups: list[int], expected: Expected, partitions: int) -> list[int]:
         waiting = []
         for n, g in enumerate(groups):
@@ -344,17 +400,25 @@ class CatchUp:
     seconds: float
     cpu: float
     memory: Memory | None = None
+    first_visible: float | None = None  # launch to the first group's offsets served
+
+
+def sample_groups(groups: int) -> list[int]:
+    """Every SAMPLE_STRIDE-th group and the last 50 (the last commits written)."""
+    return sorted(set(range(0, groups, SAMPLE_STRIDE)) | set(range(max(0, groups - 50), groups)))
 
 
 def catch_up(monitor: Monitor, groups: int, partitions: int, expected: Expected,
-             settle: float, timeout: float, launch: bool = True) -> CatchUp:
-    """Launch `monitor` (unless running) and wait until it serves every group's final offsets;
-    then, after `settle` seconds, its memory."""
+             settle: float, timeout: float, launch: bool = True,
+             only: list[int] | None = None) -> CatchUp:
+    """Launch `monitor` (unless running) and wait until it serves every group's final offsets
+    (or those of the groups in `only`); then, after `settle` seconds, its memory."""
     started = time.perf_counter()
     if launch:
         monitor.launch()
     cpu_before = 0.0 if launch else monitor.cpu()
-    waiting = list(range(groups))
+    waiting = list(only) if only is not None else list(range(groups))
+    first_visible = None
     while waiting:
         if monitor.process.poll() is not None:
             raise RuntimeError(f"{monitor.name} exited with {monitor.process.returncode}:\n"
@@ -363,10 +427,16 @@ def catch_up(monitor: Monitor, groups: int, partitions: int, expected: Expected,
             raise RuntimeError(f"{monitor.name}: {len(waiting)} groups not served after "
                                f"{timeout:.0f}s (first: {group_name(waiting[0])}, expected round "
                                f"{expected(waiting[0])}):\n{monitor.log_tail()}")
+        if first_visible is None:
+            if not monitor.visible():
+                time.sleep(0.1)
+                continue
+            first_visible = time.perf_counter() - started
         waiting = monitor.unserved(waiting, expected, partitions)
         if waiting:
             time.sleep(0.5)
-    result = CatchUp(time.perf_counter() - started, monitor.cpu() - cpu_before)
+    result = CatchUp(time.perf_counter() - started, monitor.cpu() - cpu_before,
+                     first_visible=first_visible)
     if settle:
         time.sleep(settle)
         result.memory = monitor.memory()
@@ -385,34 +455,48 @@ class Steady:
     cpu_per_minute: dict[str, float]
     latencies: list[float]
     last_rounds: dict[int, int]  # group -> its last round after the load
+    burrow_latencies: list[float] | None = None
 
 
 def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str, args,
-                 first_round: int, scrape_interval: float) -> Steady:
+                 first_round: int, scrape_interval: float, watched: list[int] | None = None,
+                 burrow: Burrow | None = None, tail: float = 5.0) -> Steady:
     """`args.rate` commits/s for `args.steady_seconds` from another process; meanwhile groupscope
-    is scraped every `scrape_interval` s: a commit's latency is the end of the first scrape
-    that shows its offset minus the moment it was sent."""
+    is scraped every `scrape_interval` s (and `burrow`, when given, asked for each watched
+    group): a commit's latency is the end of the first read that shows its offset minus the
+    moment it was sent. Only the groups in `watched` (default: all) are timed; reads go on for
+    `tail` seconds after the load."""
     queue = multiprocessing.get_context("fork").Queue()
     load = multiprocessing.get_context("fork").Process(target=_steady_process, args=(
         queue, bootstrap, args.rate, args.steady_seconds, args.groups, args.partitions,
         first_round))
     cpu_before = {m.name: m.cpu() for m in monitors}
     shown: dict[tuple[int, int], float] = {}  # (group, round) -> end of the scrape that showed it
+    shown_burrow: dict[tuple[int, int], float] = {}
+    timed = list(range(args.groups)) if watched is None else watched
 
     def observe() -> None:
         text, at = gs.scrape_text()
         served = first_partition_offsets(text)
-        for g in range(args.groups):
+        for g in timed:
             offset = served.get(group_name(g))
             if offset is not None and offset // 1000 >= first_round:
                 shown.setdefault((g, int(offset) // 1000), at)
 
+    def observe_burrow() -> None:
+        for g in timed:
+            offset = (burrow.offsets(group_name(g)) or {}).get((topic_of(g), 0))
+            if offset is not None and offset // 1000 >= first_round:
+                shown_burrow.setdefault((g, int(offset) // 1000), time.time())
+
     started = time.time()
     load.start()
-    # until the load is done, then a trigger interval (5 s by default) more for the last commits
-    while queue.empty() or time.time() < started + args.steady_seconds + 5:
+    # until the load is done, then `tail` seconds (a trigger interval by default) more
+    while queue.empty() or time.time() < started + args.steady_seconds + tail:
         if gs is not None:
             observe()
+        if burrow is not None:
+            observe_burrow()
         time.sleep(scrape_interval)
     commits, seconds, sent_at = queue.get()
     load.join()
@@ -422,7 +506,9 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str,
     last = {g: first_round - 1 for g in range(args.groups)}
     for g, r in sent_at:
         last[g] = max(last[g], r)
-    return Steady(commits / seconds, cpu, latencies, last)
+    burrow_latencies = (sorted(at - sent_at[key] for key, at in shown_burrow.items()
+                               if key in sent_at) if burrow is not None else None)
+    return Steady(commits / seconds, cpu, latencies, last, burrow_latencies)
 
 
 def restart_commits(bootstrap: str, last: dict[int, int], requests: int, partitions: int) -> None:
@@ -440,52 +526,76 @@ def restart_commits(bootstrap: str, last: dict[int, int], requests: int, partiti
         link.close()
 
 
-# -- the run ---------------------------------------------------------------------------------------
+def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> list[str]:
+    """`--many-groups` x `--many-partitions` on a broker of their own: launch to served after
+    `--many-commits` preloaded commits, memory settled, then `--many-rate` commits/s for
+    `--steady-seconds` with both running: CPU per minute and commit-to-served latency, timed
+    on a sample of the groups (`sample_groups`) for both systems. Returns the table's rows."""
+    groups, partitions = args.many_groups, args.many_partitions
+    rounds = max(1, args.many_commits // (groups * partitions))
+    broker = start_kafka(args.kafka_version, extra_props=BENCH_BROKER)
+    rows: list[str] = []
+    running: list[Monitor] = []
+    shape = f"{groups:,} groups x {partitions}"
+    try:
+        create_topics(broker.bootstrap, groups, partitions)
+        t0 = time.perf_counter()
+        commits = preload(broker.bootstrap, groups, partitions, rounds)
+        print(f"many groups: preloaded {commits:,} commits ({shape} partitions) in "
+              f"{time.perf_counter() - t0:.1f}s")
+        sample = sample_groups(groups)
+        results: dict[str, CatchUp] = {}
+        for name in ("groupscope", "burrow") if zookeeper else ("groupscope",):
+            monitor = (Groupscope(workdir / "gs-many", broker.bootstrap) if name == "groupscope"
+                       else Burrow(workdir / "bw-many", broker.bootstrap, zookeeper.address))
+            running.append(monitor)
+            result = results[name] = catch_up(monitor, groups, partitions, lambda g: rounds,
+                                              args.settle, args.timeout, only=sample)
+            print(f"  {name}: {commits:,} commits served in {result.seconds:.1f}s (first group "
+                  f"after {result.first_visible:.1f}s), CPU {result.cpu:.1f}s; settled: "
+                  f"{result.memory}")
+        for key, what in (("seconds", "launch to served"), ("cpu", "CPU-seconds of catch-up")):
+            rows.append(_row(f"{shape}: {what}", *(getattr(results[n], key) if n in results
+                                                   else None for n in ("groupscope", "burrow")), "s"))
+        rows.append(_row(f"{shape}: settled PSS MB", *(results[n].memory.pss_mb if n in results
+                                                       else None for n in ("groupscope", "burrow")), ""))
+        gs = running[0]
+        bw = running[1] if len(running) > 1 else None
+        load_args = argparse.Namespace(**{**vars(args), "groups": groups,
+                                          "partitions": partitions, "rate": args.many_rate})
+        watched = sample[::5]
+        steady_result = steady_phase(running, gs, broker.bootstrap, load_args, rounds + 1,
+                                     args.scrape_interval, watched=watched, burrow=bw, tail=30.0)
+        print(f"  steady: {steady_result.rate:,.0f} commits/s achieved (asked "
+              f"{args.many_rate:,.0f}); CPU-s per minute: " + ", ".join(
+                  f"{n} {c:.1f}" for n, c in steady_result.cpu_per_minute.items()))
+        latencies = {"groupscope": steady_result.latencies,
+                     "burrow": steady_result.burrow_latencies}
+        for name, values in latencies.items():
+            if values:
+                print(f"  {name} commit-to-served latency p50 {_pct(values, .5):.2f}s, p99 "
+                      f"{_pct(values, .99):.2f}s over {len(values):,} commits of {len(watched)} "
+                      f"watched groups (read back to back)")
+        rows.append(_row(f"{shape}: steady {steady_result.rate:,.0f}/s, CPU-s per minute",
+                         steady_result.cpu_per_minute.get("groupscope"),
+                         steady_result.cpu_per_minute.get("burrow"), "s"))
+        rows.append(_row(f"{shape}: steady latency p50", *(
+            _pct(latencies[n], .5) if latencies.get(n) else None
+            for n in ("groupscope", "burrow")), "s"))
+    finally:
+        for monitor in running:
+            monitor.stop()
+        broker.stop()
+    return rows
 
-def _pct(values: list[float], q: float) -> float:
-    return values[min(len(values) - 1, int(q * len(values)))]
 
-
-def _row(label: str, gs: float | None, bw: float | None, unit: str) -> str:
-    def cell(v: float | None) -> str:
-        return "-" if v is None else f"{v:,.2f}{unit}"
-    ratio = f"{gs / bw:.2f}" if gs is not None and bw else "-"
-    return f"{label:<52s} {cell(gs):>14s} {cell(bw):>14s} {ratio:>8s}"
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--commits", type=int, default=1_000_000)
-    parser.add_argument("--commits-large", type=int, default=3_000_000)
-    add_load_arguments(parser)
-    parser.add_argument("--groups-large", type=int, default=20_000)
-    parser.add_argument("--steady-seconds", type=float, default=60.0)
-    parser.add_argument("--scrape-interval", type=float, default=1.0,
-                        help="seconds between scrapes of groupscope while its latency is measured")
-    parser.add_argument("--prometheus-interval", type=float, default=15.0,
-                        help="seconds between scrapes of groupscope while CPU is measured")
-    parser.add_argument("--restart-commits", type=int, default=10_000)
-    parser.add_argument("--settle", type=float, default=20.0,
-                        help="seconds after the catch-up before memory is measured")
-    parser.add_argument("--timeout", type=float, default=1800.0)
-    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting for groupscope beside its defaults (experiments)")
-    parser.add_argument("--kafka-version", default=None,
-                        help=f"default: {KAFKA3_VERSION} with Burrow, {DEFAULT_VERSION} without")
-    args = parser.parse_args()
-    Groupscope.spark_conf = dict(item.split("=", 1) for item in args.spark_conf)
-    print(f"CPU probe at start: {cpu_probe()} s")
-    with_burrow = BURROW.exists()
-    if not with_burrow:
-        print(f"{BURROW} is missing (apt-get install burrow zookeeper): measuring groupscope alone")
-    # Burrow 1.2.1 cannot read Kafka 4.4: the broker writes OffsetCommitValue v4, which Burrow
-    # skips ("failed to decode ... value version 4"), and closes the connection on the
-    # ListOffsets request of Burrow's sarama. Side by side, both read Kafka 3.9.
-    args.kafka_version = args.kafka_version or (KAFKA3_VERSION if with_burrow else DEFAULT_VERSION)
+def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> list[str]:
+    """The phases on `--groups` x `--partitions`: catch-ups of `--commits` and
+    `--commits-large`, the steady load, the restart, and memory growth up to `--groups-large`
+    groups. Returns the table's rows."""
+    with_burrow = zookeeper is not None
     per_round = args.groups * args.partitions
-    workdir = Path(tempfile.mkdtemp(prefix="groupscope-burrow-"))
-    broker = start_kafka(args.kafka_version)
-    zookeeper = ZooKeeper(workdir) if with_burrow else None
+    broker = start_kafka(args.kafka_version, extra_props=BENCH_BROKER)
     rows: list[str] = []
     gs = bw = None
     try:
@@ -510,7 +620,8 @@ def main() -> None:
                                   args.settle, args.timeout)
                 results[label][monitor.name] = result
                 print(f"  {monitor.name}: {rounds * per_round:,} commits served in "
-                      f"{result.seconds:.1f}s, CPU {result.cpu:.1f}s; settled: {result.memory}")
+                      f"{result.seconds:.1f}s (first group after {result.first_visible:.1f}s), "
+                      f"CPU {result.cpu:.1f}s; settled: {result.memory}")
                 if label == "large":  # kept for the steady load and the restart
                     if monitor.name == "groupscope":
                         gs = monitor
@@ -518,7 +629,8 @@ def main() -> None:
                         bw = monitor
                 else:
                     monitor.stop()
-            for key, what in (("seconds", "launch to served"), ("cpu", "CPU-seconds of catch-up")):
+            for key, what in (("first_visible", "launch to first group served"),
+                              ("seconds", "launch to served"), ("cpu", "CPU-seconds of catch-up")):
                 got = {n: getattr(r, key) for n, r in results[label].items()}
                 rows.append(_row(f"{what}, {rounds * per_round:,} commits",
                                  got.get("groupscope"), got.get("burrow"), "s"))
@@ -592,9 +704,67 @@ def main() -> None:
         for m in (gs, bw):
             if m is not None:
                 m.stop()
+        broker.stop()
+    return rows
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+def _pct(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def _row(label: str, gs: float | None, bw: float | None, unit: str) -> str:
+    def cell(v: float | None) -> str:
+        return "-" if v is None else f"{v:,.2f}{unit}"
+    ratio = f"{gs / bw:.2f}" if gs is not None and bw else "-"
+    return f"{label:<52s} {cell(gs):>14s} {cell(bw):>14s} {ratio:>8s}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--commits", type=int, default=1_000_000)
+    parser.add_argument("--commits-large", type=int, default=3_000_000)
+    add_load_arguments(parser)
+    parser.add_argument("--groups-large", type=int, default=20_000)
+    parser.add_argument("--steady-seconds", type=float, default=60.0)
+    parser.add_argument("--scrape-interval", type=float, default=1.0,
+                        help="seconds between scrapes of groupscope while its latency is measured")
+    parser.add_argument("--prometheus-interval", type=float, default=15.0,
+                        help="seconds between scrapes of groupscope while CPU is measured")
+    parser.add_argument("--restart-commits", type=int, default=10_000)
+    parser.add_argument("--settle", type=float, default=20.0,
+                        help="seconds after the catch-up before memory is measured")
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for groupscope beside its defaults (experiments)")
+    parser.add_argument("--kafka-version", default=None,
+                        help=f"default: {KAFKA3_VERSION} with Burrow, {DEFAULT_VERSION} without")
+    parser.add_argument("--many-groups", type=int, default=100_000,
+                        help="groups of the many-groups phase (0: skip it)")
+    parser.add_argument("--many-partitions", type=int, default=10)
+    parser.add_argument("--many-commits", type=int, default=1_000_000)
+    parser.add_argument("--many-rate", type=float, default=10_000.0,
+                        help="steady commits/s of the many-groups phase")
+    args = parser.parse_args()
+    Groupscope.spark_conf = dict(item.split("=", 1) for item in args.spark_conf)
+    print(f"CPU probe at start: {cpu_probe()} s")
+    with_burrow = BURROW.exists()
+    if not with_burrow:
+        print(f"{BURROW} is missing (apt-get install burrow zookeeper): measuring groupscope alone")
+    # Burrow 1.2.1 cannot read Kafka 4.4: the broker writes OffsetCommitValue v4, which Burrow
+    # skips ("failed to decode ... value version 4"), and closes the connection on the
+    # ListOffsets request of Burrow's sarama. Side by side, both read Kafka 3.9.
+    args.kafka_version = args.kafka_version or (KAFKA3_VERSION if with_burrow else DEFAULT_VERSION)
+    workdir = Path(tempfile.mkdtemp(prefix="groupscope-burrow-"))
+    zookeeper = ZooKeeper(workdir) if with_burrow else None
+    try:
+        rows = same_shape_phases(args, workdir, zookeeper)
+        if args.many_groups:
+            rows += many_groups_phase(args, workdir, zookeeper)
+    finally:
         if zookeeper:
             zookeeper.stop()
-        broker.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     print(f"\n{'':<52s} {'groupscope':>14s} {'Burrow 1.2.1':>14s} {'ratio':>8s}")
     print("\n".join(rows))
