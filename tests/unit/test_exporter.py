@@ -587,3 +587,57 @@ def test_a_refresh_renders_again_only_the_groups_whose_lag_can_have_changed(cloc
     assert value(samples, "kafka_consumergroup_lag", group="g1", topic="orders",
                  partition="1") == 2
     assert cache.text() == render_text(build_families(view))
+
+
+def test_metadata_that_did_not_change_renders_no_group_again(clock, monkeypatch):
+    view = make_view(clock)
+    view.update_topic_metadata({"AAAAAAAAAAAAAAAAAAAAAQ": "orders"}, {"orders": 3})
+    for g in range(3):
+        view.update_groups([snapshot(f"g{g}", [member("m", [("orders", g)])],
+                                     [("orders", g, 10, T0 - 30)])])
+    cache = MetricsCache(view)
+    cache.refresh()
+    rendered: list[str] = []
+    group_state = Evaluator.group_state
+    monkeypatch.setattr(Evaluator, "group_state",
+                        lambda self, group, sink: (rendered.append(group.name),
+                                                   group_state(self, group, sink))[1])
+    view.update_topic_metadata({"AAAAAAAAAAAAAAAAAAAAAQ": "orders"}, {"orders": 3})  # the same
+    cache.refresh()
+    assert rendered == []
+    view.update_topic_metadata({"AAAAAAAAAAAAAAAAAAAAAQ": "orders"}, {"orders": 4})  # grew
+    cache.refresh()
+    assert sorted(rendered) == ["g0", "g1", "g2"]
+    assert value(parse(cache.text()), "kafka_consumergroup_unassigned_partitions", group="g0",
+                 topic="orders") == 3
+    assert cache.text() == render_text(build_families(view))
+
+
+def test_rebalance_histograms_appear_with_a_groups_first_member(clock):
+    view = make_view(clock)
+    view.update_topic_metadata({}, {"orders": 2})
+    # Offsets committed by a consumer that assigns its partitions itself: no member, ever.
+    view.update_groups([snapshot("etl", [], [("orders", 0, 5, T0 - 30)], generation=0,
+                                 state="Empty", subscribed=[])])
+    view.update_groups([snapshot("app", [member("m", [("orders", 1)])],
+                                 [("orders", 1, 7, T0 - 30)])])
+    cache = MetricsCache(view)
+    histograms = ("kafka_consumergroup_rebalance_duration_seconds",
+                  "kafka_consumergroup_rebalance_sync_duration_seconds",
+                  "kafka_consumergroup_rebalance_downtime_seconds")
+
+    def histogram_groups(samples):
+        return {name: {dict(k)["group"] for k in samples.get(name + "_count", {})}
+                for name in histograms}
+
+    s = parse(cache.text())
+    assert histogram_groups(s) == {name: {"app"} for name in histograms}
+    assert value(s, "kafka_consumergroup_rebalance_duration_seconds_count", group="app") == 0
+    assert value(s, "kafka_consumergroup_rebalances_total", group="etl") == 0
+    assert value(s, "kafka_consumergroup_committed_offset", group="etl", topic="orders",
+                 partition="0") == 5
+    view.update_groups([snapshot("etl", [member("e", [("orders", 0)])],
+                                 [("orders", 0, 6, T0 - 10)], generation=1)])
+    s = parse(cache.text())
+    assert histogram_groups(s) == {name: {"app", "etl"} for name in histograms}
+    assert cache.text() == render_text(build_families(view))
