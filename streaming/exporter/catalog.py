@@ -147,7 +147,8 @@ CATALOG: tuple[MetricFamily, ...] = (
        f"Group health: {_codes(s for s in Status if s <= Status.ERR)}.", G),
     _f("kafka_consumergroup_partition_status", GAUGE, f"Partition health: {_codes(Status)}.",
        GTP),
-    # Rebalances
+    # Rebalances. The three histograms are served for a group once it has had members
+    # (streaming.exporter.evaluation: a group that only commits offsets cannot rebalance).
     _f("kafka_consumergroup_rebalances", COUNTER, "Completed rebalances.", G),
     _f("kafka_consumergroup_rebalance_duration_seconds", HISTOGRAM,
        "Rebalance duration (end minus start).", G),

@@ -50,6 +50,18 @@ def build_families(view: MonitorView, now_s: float | None = None) -> list[Family
     return list(families.values())
 
 
+def _uses_group_management(group: GroupRecord) -> bool:
+    """Whether the group has ever had members (or a generation, or a rebalance). A group that
+    only commits offsets (consumers that assign partitions themselves: Spark, Flink, many
+    connectors) never joins, so it cannot rebalance: its three rebalance histograms would be
+    constant zeros, most of its series at 10 partitions (about 6 KB of text per group and
+    scrape), and they appear with its first member instead."""
+    if group.ever_had_members or group.rebalances or group.downtime.count:
+        return True
+    snapshot = group.snapshot
+    return bool(snapshot and (snapshot.get("generation") or snapshot.get("members")))
+
+
 def _out(sink: Sink, name: str) -> list:
     samples = sink.get(name)
     if samples is None:
@@ -94,11 +106,13 @@ class Evaluator:
         _out(sink, "kafka_consumergroup_rebalances").append((key, group.rebalances))
         _out(sink, "kafka_consumergroup_rebalance_partitions_moved").append(
             (key, group.partitions_moved))
-        _out(sink, "kafka_consumergroup_rebalance_duration_seconds").append(
-            (key, group.rebalance_duration))
-        _out(sink, "kafka_consumergroup_rebalance_sync_duration_seconds").append(
-            (key, group.sync_duration))
-        _out(sink, "kafka_consumergroup_rebalance_downtime_seconds").append((key, group.downtime))
+        if _uses_group_management(group):
+            _out(sink, "kafka_consumergroup_rebalance_duration_seconds").append(
+                (key, group.rebalance_duration))
+            _out(sink, "kafka_consumergroup_rebalance_sync_duration_seconds").append(
+                (key, group.sync_duration))
+            _out(sink, "kafka_consumergroup_rebalance_downtime_seconds").append(
+                (key, group.downtime))
         if group.last_rebalance_s is not None:
             _out(sink, "kafka_consumergroup_last_rebalance_timestamp_seconds").append(
                 (key, group.last_rebalance_s))
