@@ -3,6 +3,7 @@ an ephemeral 127.0.0.1 port, parse with prometheus_client.parser and check exact
 from __future__ import annotations
 
 import gc
+import gzip
 import math
 import urllib.error
 import urllib.request
@@ -640,4 +641,33 @@ def test_rebalance_histograms_appear_with_a_groups_first_member(clock):
                                  [("orders", 0, 6, T0 - 10)], generation=1)])
     s = parse(cache.text())
     assert histogram_groups(s) == {name: {"app", "etl"} for name in histograms}
+    assert cache.text() == render_text(build_families(view))
+
+
+def test_a_gzipped_scrape_is_the_plain_one_compressed(served, clock):
+    view, port = served()
+    feed_orders_group(view, clock)
+    plain = scrape(port)[1]
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics",
+                                     headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.headers["Content-Encoding"] == "gzip"
+        body = response.read()
+    assert gzip.decompress(body).decode() == plain
+    assert value(parse(plain), "kafka_consumergroup_lag", group="shop", topic="orders",
+                 partition="1") == 50
+
+
+def test_a_scrape_serves_the_picture_it_started_from(clock):
+    view = make_view(clock)
+    feed_orders_group(view, clock)
+    cache = MetricsCache(view)
+    before = cache.text()
+    pieces = cache.exposition()
+    members = [member("m-a", [("orders", 0), ("orders", 1), ("orders", 2)])]
+    view.update_groups([snapshot("shop", members, [("orders", 1, 290, T0 - 2)], generation=6)])
+    cache.refresh()  # replaces the group's parts while the first scrape is still being read
+    assert b"".join(pieces).decode() == before
+    after = parse(cache.text())
+    assert value(after, "kafka_consumergroup_generation", group="shop") == 6
     assert cache.text() == render_text(build_families(view))
