@@ -11,20 +11,25 @@ offset, in groupscope's /metrics (`kafka_consumergroup_committed_offset`) or in 
 `/v3/kafka/<cluster>/consumer/<group>`.
 
 Phases, in one run: launch to served after `--commits` and after `--commits-large` preloaded
-commits (CPU-seconds of the catch-up, then memory once settled: RSS, PSS summed over the process
-tree, process count); steady load at `--rate` commits/s for `--steady-seconds`, twice: CPU-seconds
-per minute of each while groupscope is scraped every `--prometheus-interval` seconds (15, as
-Prometheus would), then groupscope's commit-to-exporter latency, scraped every
-`--scrape-interval` seconds; restart with the large checkpoint and `--restart-commits` new commits; memory growth
-per group-partition from `--groups` to `--groups-large` groups.
+commits (and launch to the first group served, and to half of them; CPU-seconds of the
+catch-up, then memory once settled: RSS, PSS summed over the process tree, process count);
+steady load at `--rate` commits/s for `--steady-seconds`, twice: CPU-seconds per minute of each
+while groupscope is scraped every `--prometheus-interval` seconds (15, as Prometheus would) and
+memory at the end of that load, then groupscope's commit-to-exporter latency, scraped every
+`--scrape-interval` seconds; restart with the large checkpoint and `--restart-commits` new
+commits; memory growth per group-partition from `--groups` to `--groups-large` groups. Then, on
+a broker of its own, `--many-groups` x `--many-partitions` (100,000 x 10): the catch-up of
+`--many-commits`, memory, and under `--many-rate` commits/s CPU per minute and latency for
+both (`many_groups_phase`). The broker keeps the whole backlog uncompacted (BENCH_BROKER).
 
 Needs `apt-get install burrow zookeeper` for Burrow's side (the benchmark installs nothing; without
 /usr/bin/Burrow it measures groupscope alone).
 
 Usage (from the repository root; a quick run: --commits 200000 --commits-large 400000 --groups 500
---groups-large 2000 --steady-seconds 20):
+--groups-large 2000 --steady-seconds 20 --many-groups 5000 --many-commits 50000):
     python -m benchmarks.burrow [--commits N] [--commits-large N] [--groups N] [--groups-large N]
         [--partitions N] [--rate R] [--steady-seconds S] [--restart-commits N]
+        [--many-groups N] [--many-partitions N] [--many-commits N] [--many-rate R]
         [--kafka-version V] [--settle S]
 """
 from __future__ import annotations
@@ -70,6 +75,9 @@ Expected = Callable[[int], int]  # group number -> its last round
 # monitor little more than 1M. Here the whole backlog stays in one active segment, which the
 # cleaner never touches: what a monitor meets after a burst of commits, before compaction.
 BENCH_BROKER = {"offsets.topic.segment.bytes": str(1 << 30)}
+# The test broker's 512 MB heap holds the committed offsets of 10^5 group-partitions; at 10^6 its
+# group coordinator spent most of its time in full collections and took commits at a crawl.
+BENCH_HEAP = ("-Xms512m", "-Xmx3g")
 # The many-groups phase judges a sample of the groups (every SAMPLE_STRIDE-th, and the last
 # groups written): one HTTP request per group to Burrow, or parsing a million series per
 # scrape, would load the cores the monitors share.
@@ -401,6 +409,7 @@ class CatchUp:
     cpu: float
     memory: Memory | None = None
     first_visible: float | None = None  # launch to the first group's offsets served
+    half_served: float | None = None  # launch to half the groups' final offsets served
 
 
 def sample_groups(groups: int) -> list[int]:
@@ -418,7 +427,8 @@ def catch_up(monitor: Monitor, groups: int, partitions: int, expected: Expected,
         monitor.launch()
     cpu_before = 0.0 if launch else monitor.cpu()
     waiting = list(only) if only is not None else list(range(groups))
-    first_visible = None
+    half = len(waiting) // 2
+    first_visible = half_served = None
     while waiting:
         if monitor.process.poll() is not None:
             raise RuntimeError(f"{monitor.name} exited with {monitor.process.returncode}:\n"
@@ -433,10 +443,12 @@ def catch_up(monitor: Monitor, groups: int, partitions: int, expected: Expected,
                 continue
             first_visible = time.perf_counter() - started
         waiting = monitor.unserved(waiting, expected, partitions)
+        if half_served is None and len(waiting) <= half:
+            half_served = time.perf_counter() - started
         if waiting:
             time.sleep(0.5)
     result = CatchUp(time.perf_counter() - started, monitor.cpu() - cpu_before,
-                     first_visible=first_visible)
+                     first_visible=first_visible, half_served=half_served)
     if settle:
         time.sleep(settle)
         result.memory = monitor.memory()
@@ -533,7 +545,7 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
     on a sample of the groups (`sample_groups`) for both systems. Returns the table's rows."""
     groups, partitions = args.many_groups, args.many_partitions
     rounds = max(1, args.many_commits // (groups * partitions))
-    broker = start_kafka(args.kafka_version, extra_props=BENCH_BROKER)
+    broker = start_kafka(args.kafka_version, extra_props=BENCH_BROKER, heap=BENCH_HEAP)
     rows: list[str] = []
     running: list[Monitor] = []
     shape = f"{groups:,} groups x {partitions}"
@@ -595,7 +607,7 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
     groups. Returns the table's rows."""
     with_burrow = zookeeper is not None
     per_round = args.groups * args.partitions
-    broker = start_kafka(args.kafka_version, extra_props=BENCH_BROKER)
+    broker = start_kafka(args.kafka_version, extra_props=BENCH_BROKER, heap=BENCH_HEAP)
     rows: list[str] = []
     gs = bw = None
     try:
@@ -630,6 +642,7 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                 else:
                     monitor.stop()
             for key, what in (("first_visible", "launch to first group served"),
+                              ("half_served", "launch to half the groups served"),
                               ("seconds", "launch to served"), ("cpu", "CPU-seconds of catch-up")):
                 got = {n: getattr(r, key) for n, r in results[label].items()}
                 rows.append(_row(f"{what}, {rounds * per_round:,} commits",
@@ -646,9 +659,11 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
         running = [m for m in (gs, bw) if m is not None]
         cost = steady_phase(running, gs, broker.bootstrap, args, rounds + 1,
                             args.prometheus_interval)
+        steady_memory = {m.name: m.memory() for m in running}
         print(f"steady: {cost.rate:,.0f} commits/s achieved (asked {args.rate:,.0f}); CPU-s per "
               f"minute (groupscope scraped every {args.prometheus_interval:g}s): "
-              + ", ".join(f"{n} {c:.1f}" for n, c in cost.cpu_per_minute.items()))
+              + ", ".join(f"{n} {c:.1f}" for n, c in cost.cpu_per_minute.items())
+              + "; memory at its end: " + ", ".join(f"{n} {m}" for n, m in steady_memory.items()))
         result = steady_phase(running, gs, broker.bootstrap, args,
                               max(cost.last_rounds.values()) + 1, args.scrape_interval)
         if result.latencies:
@@ -659,6 +674,12 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
         rows.append(_row(f"steady {cost.rate:,.0f} commits/s: CPU-s per minute",
                          cost.cpu_per_minute.get("groupscope"),
                          cost.cpu_per_minute.get("burrow"), "s"))
+        rows.append(_row("steady: PSS MB at the end of the load",
+                         *(steady_memory[n].pss_mb if n in steady_memory else None
+                           for n in ("groupscope", "burrow")), ""))
+        if result.latencies:
+            rows.append(_row("steady: groupscope latency p50 (default trigger)",
+                             _pct(result.latencies, .5), None, "s"))
 
         # restart: the large checkpoint, plus new commits made while both are stopped
         for m in running:

@@ -177,6 +177,7 @@ class KafkaBroker:
     controller_port: int
     extra_props: dict[str, str] = field(default_factory=dict)
     _tool_log_config: str = ""
+    heap: tuple[str, ...] = tuple(BROKER_HEAP)  # the broker JVM's heap options
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _terminate(self, timeout: float = 30.0) -> None:
@@ -292,7 +293,7 @@ def _cluster_id() -> str:
 
 def _launch(broker: KafkaBroker) -> subprocess.Popen:
     broker_log = _broker_log_flag(broker)
-    cmd = ["java", *JVM_FAST, *BROKER_HEAP, broker_log, f"-Dkafka.logs.dir={broker.workdir}",
+    cmd = ["java", *JVM_FAST, *broker.heap, broker_log, f"-Dkafka.logs.dir={broker.workdir}",
            "-cp", broker.libs, "kafka.Kafka", str(Path(broker.workdir) / "server.properties")]
     with open(broker.log_path, "ab") as log:
         return subprocess.Popen(cmd, cwd=broker.workdir, stdout=log, stderr=subprocess.STDOUT,
@@ -304,9 +305,11 @@ def _broker_log_flag(broker: KafkaBroker) -> str:
 
 
 def start_kafka(version: str = DEFAULT_VERSION, port: int | None = None,
-                extra_props: dict[str, str] | None = None, timeout_s: float = 60.0) -> KafkaBroker:
+                extra_props: dict[str, str] | None = None, timeout_s: float = 60.0,
+                heap: tuple[str, ...] | None = None) -> KafkaBroker:
     """Format and start a single-node KRaft Kafka on 127.0.0.1 (free ports unless `port` is given)
-    and wait until it serves metadata. `extra_props` override the test settings above."""
+    and wait until it serves metadata. `extra_props` override the test settings above; `heap`
+    replaces the test heap (BROKER_HEAP), e.g. for a benchmark's hundred thousand groups."""
     java_major()
     libs = kafka_libs(version)
     workdir = Path(tempfile.mkdtemp(prefix=f"groupscope-kafka-{version}-"))
@@ -315,7 +318,8 @@ def start_kafka(version: str = DEFAULT_VERSION, port: int | None = None,
         process=None,  # type: ignore[arg-type]  # set by _launch below
         bootstrap="", workdir=str(workdir), log_path=str(workdir / "server.log"), version=version,
         libs=f"{libs}/*", port=port or free_port(), controller_port=free_port(),
-        extra_props={k: str(v) for k, v in (extra_props or {}).items()}, _tool_log_config=tool_log)
+        extra_props={k: str(v) for k, v in (extra_props or {}).items()}, _tool_log_config=tool_log,
+        heap=tuple(heap or BROKER_HEAP))
     broker.bootstrap = f"127.0.0.1:{broker.port}"
     try:
         config = _write_config(broker)
