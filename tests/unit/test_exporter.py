@@ -561,6 +561,15 @@ def test_a_cache_that_keeps_groups_at_rest_serves_what_a_full_evaluation_does(op
     assert cache.text() == render_text(build_families(view))
 
 
+def renders_of(monkeypatch, part: str) -> list[str]:
+    """The names of the groups whose `part` (an Evaluator method) is evaluated from now on."""
+    rendered: list[str] = []
+    evaluate = getattr(Evaluator, part)
+    monkeypatch.setattr(Evaluator, part, lambda self, group, sink: (
+        rendered.append(group.name), evaluate(self, group, sink))[1])
+    return rendered
+
+
 def test_a_refresh_renders_again_only_the_groups_whose_lag_can_have_changed(clock, monkeypatch):
     view = make_view(clock)
     view.update_topic_metadata({}, {"orders": 3})
@@ -571,11 +580,7 @@ def test_a_refresh_renders_again_only_the_groups_whose_lag_can_have_changed(cloc
     view.update_end_offsets(ends, {}, T0 - 20, 0.01)
     cache = MetricsCache(view)
     cache.refresh()
-    rendered: list[str] = []
-    group_lag = Evaluator.group_lag
-    monkeypatch.setattr(Evaluator, "group_lag",
-                        lambda self, group, sink: (rendered.append(group.name),
-                                                   group_lag(self, group, sink))[1])
+    rendered = renders_of(monkeypatch, "group_lag")
     clock.now += 60
     view.update_end_offsets(ends, {}, T0 + 40, 0.01)  # a poll that finds nothing moved
     cache.refresh()
@@ -598,11 +603,7 @@ def test_metadata_that_did_not_change_renders_no_group_again(clock, monkeypatch)
                                      [("orders", g, 10, T0 - 30)])])
     cache = MetricsCache(view)
     cache.refresh()
-    rendered: list[str] = []
-    group_state = Evaluator.group_state
-    monkeypatch.setattr(Evaluator, "group_state",
-                        lambda self, group, sink: (rendered.append(group.name),
-                                                   group_state(self, group, sink))[1])
+    rendered = renders_of(monkeypatch, "group_state")
     view.update_topic_metadata({"AAAAAAAAAAAAAAAAAAAAAQ": "orders"}, {"orders": 3})  # the same
     cache.refresh()
     assert rendered == []
