@@ -476,16 +476,25 @@ class Steady:
     latencies: list[float]
     last_rounds: dict[int, int]  # group -> its last round after the load
     burrow_latencies: list[float] | None = None
+    stalled: bool = False  # the broker stopped taking the load's commits (see steady_phase)
+
+
+# How long past its end a steady load may go on before it counts as stalled. At 10^5 groups,
+# with both monitors, the broker and the load on the 2 cores, the load's OffsetCommit requests
+# went unanswered for minutes in two runs out of two.
+STALL_GRACE_S = 180.0
 
 
 def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str, args,
                  first_round: int, scrape_interval: float, watched: list[int] | None = None,
-                 burrow: Burrow | None = None, tail: float = 5.0) -> Steady:
+                 burrow: Burrow | None = None, tail: float = 5.0,
+                 may_stall: bool = False) -> Steady:
     """`args.rate` commits/s for `args.steady_seconds` from another process; meanwhile groupscope
     is scraped every `scrape_interval` s (and `burrow`, when given, asked for each watched
     group): a commit's latency is the end of the first read that shows its offset minus the
     moment it was sent. Only the groups in `watched` (default: all) are timed; reads go on for
-    `tail` seconds after the load."""
+    `tail` seconds after the load. A load still running STALL_GRACE_S after its end is stopped:
+    with `may_stall` the result says so (and holds only the CPU), else it is an error."""
     queue = multiprocessing.get_context("fork").Queue()
     load = multiprocessing.get_context("fork").Process(target=_steady_process, args=(
         queue, bootstrap, args.rate, args.steady_seconds, args.groups, args.partitions,
@@ -512,7 +521,17 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str,
     started = time.time()
     load.start()
     # until the load is done, then `tail` seconds (a trigger interval by default) more
+    give_up = started + args.steady_seconds + tail + STALL_GRACE_S
     while queue.empty() or time.time() < started + args.steady_seconds + tail:
+        if queue.empty() and time.time() > give_up:
+            load.terminate()
+            load.join()
+            elapsed = time.time() - started
+            if not may_stall:
+                raise RuntimeError(f"the steady load stalled: not done {elapsed:.0f}s after it began")
+            cpu = {m.name: (m.cpu() - cpu_before[m.name]) * 60 / elapsed for m in monitors}
+            return Steady(0.0, cpu, [], {g: first_round - 1 for g in range(args.groups)},
+                          stalled=True)
         if gs is not None:
             observe()
         if burrow is not None:
@@ -585,7 +604,13 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                                           "partitions": partitions, "rate": args.many_rate})
         watched = sample[::5]
         steady_result = steady_phase(running, gs, broker.bootstrap, load_args, rounds + 1,
-                                     args.scrape_interval, watched=watched, burrow=bw, tail=30.0)
+                                     args.scrape_interval, watched=watched, burrow=bw, tail=30.0,
+                                     may_stall=True)
+        if steady_result.stalled:
+            print(f"  steady: the load stalled (the broker stopped answering its commits); "
+                  f"no latency. CPU-s per minute meanwhile: " + ", ".join(
+                      f"{n} {c:.1f}" for n, c in steady_result.cpu_per_minute.items()))
+            return rows
         print(f"  steady: {steady_result.rate:,.0f} commits/s achieved (asked "
               f"{args.many_rate:,.0f}); CPU-s per minute: " + ", ".join(
                   f"{n} {c:.1f}" for n, c in steady_result.cpu_per_minute.items()))
