@@ -18,8 +18,8 @@ figures. So the job never needs to call `refresh()` after a batch.
 
 Parts are kept as UTF-8 bytes, one slot per family (FamilyChunks), and a scrape is served as a
 stream (`exposition`): a family at a time, joined from the parts it took under the lock, so that
-neither the whole text nor its encoded copy is ever built (at 10^5 groups x 10 partitions that
-was a gigabyte each, per scrape).
+a scrape builds neither the whole text nor its encoded copy (at 10^5 groups x 10 partitions that
+was a gigabyte each, per scrape; `text()`, which does, is for tests and tools).
 """
 from __future__ import annotations
 
