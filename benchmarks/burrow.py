@@ -182,10 +182,6 @@ class Monitor:
                                             env=env)
 
 
-_SERIES = re.compile(r'^kafka_consumergroup_committed_offset\{([^}]*)\} (\S+)$', re.M)
-_LABEL = re.compile(r'(\w+)="([^"]*)"')
-
-
 # A group's partition 0 alone: the latency phase reads it from each scrape, and reading all
 # 50,000 series in Python took longer than the scrape itself, on the cores the monitors share.
 _FIRST_PARTITION = re.compile(r'^kafka_consumergroup_committed_offset\{[^}]*group="([^"]*)"'
@@ -195,15 +191,6 @@ _FIRST_PARTITION = re.compile(r'^kafka_consumergroup_committed_offset\{[^}]*grou
 def first_partition_offsets(text: str) -> dict[str, float]:
     """group -> committed offset of its partition 0, from an exposition's text."""
     return {group: float(value) for group, value in _FIRST_PARTITION.findall(text)}
-
-
-def committed_offsets(text: str) -> dict[tuple[str, int], float]:
-    """(group, partition) -> committed offset, from an exposition's text."""
-    out = {}
-    for labels, value in _SERIES.findall(text):
-        found = dict(_LABEL.findall(labels))
-        out[(found["group"], int(found["partition"]))] = float(value)
-    return out
 
 
 _COMMITTED = "kafka_consumergroup_committed_offset{"
@@ -252,9 +239,6 @@ history: {{path: "{self.workdir / 'history'}"}}
 exporter: {{listen: "127.0.0.1:{self.port}"}}
 """ + (f"spark: {{conf: {json.dumps(self.spark_conf)}}}\n" if self.spark_conf else ""))
         self._start([str(GROUPSCOPE), "run", "-c", str(config)])
-
-    def scrape(self) -> dict[tuple[str, int], float]:
-        return committed_offsets(self.scrape_text()[0])
 
     def visible(self) -> bool:
         return f"\n{_COMMITTED}" in self.scrape_text()[0]
@@ -370,6 +354,18 @@ expire-cache=10
                 if held is None:  # Burrow has not read this far: ask again next sweep
                     break
         return waiting
+
+
+def new_monitor(name: str, workdir: Path, bootstrap: str, zookeeper: "ZooKeeper | None") -> Monitor:
+    """A groupscope or Burrow monitor (by `name`) working in `workdir`."""
+    if name == Groupscope.name:
+        return Groupscope(workdir, bootstrap)
+    return Burrow(workdir, bootstrap, zookeeper.address)
+
+
+def monitor_names(zookeeper: "ZooKeeper | None") -> tuple[str, ...]:
+    """The monitors measured: Burrow too when its ZooKeeper runs."""
+    return (Groupscope.name, Burrow.name) if zookeeper else (Groupscope.name,)
 
 
 class ZooKeeper:
@@ -518,6 +514,9 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str,
             if offset is not None and offset // 1000 >= first_round:
                 shown_burrow.setdefault((g, int(offset) // 1000), time.time())
 
+    def cpu_per_minute(elapsed: float) -> dict[str, float]:
+        return {m.name: (m.cpu() - cpu_before[m.name]) * 60 / elapsed for m in monitors}
+
     started = time.time()
     load.start()
     # until the load is done, then `tail` seconds (a trigger interval by default) more
@@ -529,9 +528,8 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str,
             elapsed = time.time() - started
             if not may_stall:
                 raise RuntimeError(f"the steady load stalled: not done {elapsed:.0f}s after it began")
-            cpu = {m.name: (m.cpu() - cpu_before[m.name]) * 60 / elapsed for m in monitors}
-            return Steady(0.0, cpu, [], {g: first_round - 1 for g in range(args.groups)},
-                          stalled=True)
+            return Steady(0.0, cpu_per_minute(elapsed), [],
+                          {g: first_round - 1 for g in range(args.groups)}, stalled=True)
         if gs is not None:
             observe()
         if burrow is not None:
@@ -539,8 +537,7 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str,
         time.sleep(scrape_interval)
     commits, seconds, sent_at = queue.get()
     load.join()
-    elapsed = time.time() - started
-    cpu = {m.name: (m.cpu() - cpu_before[m.name]) * 60 / elapsed for m in monitors}
+    cpu = cpu_per_minute(time.time() - started)
     latencies = sorted(at - sent_at[key] for key, at in shown.items() if key in sent_at)
     last = {g: first_round - 1 for g in range(args.groups)}
     for g, r in sent_at:
@@ -584,9 +581,8 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
               f"{time.perf_counter() - t0:.1f}s")
         sample = sample_groups(groups)
         results: dict[str, CatchUp] = {}
-        for name in ("groupscope", "burrow") if zookeeper else ("groupscope",):
-            monitor = (Groupscope(workdir / "gs-many", broker.bootstrap) if name == "groupscope"
-                       else Burrow(workdir / "bw-many", broker.bootstrap, zookeeper.address))
+        for name in monitor_names(zookeeper):
+            monitor = new_monitor(name, workdir / f"{name}-many", broker.bootstrap, zookeeper)
             running.append(monitor)
             result = results[name] = catch_up(monitor, groups, partitions, lambda g: rounds,
                                               args.settle, args.timeout, only=sample)
@@ -608,12 +604,12 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                                      may_stall=True)
         if steady_result.stalled:
             print(f"  steady: the load stalled (the broker stopped answering its commits); "
-                  f"no latency. CPU-s per minute meanwhile: " + ", ".join(
-                      f"{n} {c:.1f}" for n, c in steady_result.cpu_per_minute.items()))
+                  f"no latency. CPU-s per minute meanwhile: "
+                  f"{_per_minute(steady_result.cpu_per_minute)}")
             return rows
         print(f"  steady: {steady_result.rate:,.0f} commits/s achieved (asked "
-              f"{args.many_rate:,.0f}); CPU-s per minute: " + ", ".join(
-                  f"{n} {c:.1f}" for n, c in steady_result.cpu_per_minute.items()))
+              f"{args.many_rate:,.0f}); CPU-s per minute: "
+              f"{_per_minute(steady_result.cpu_per_minute)}")
         latencies = {"groupscope": steady_result.latencies,
                      "burrow": steady_result.burrow_latencies}
         for name, values in latencies.items():
@@ -638,7 +634,6 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
     """The phases on `--groups` x `--partitions`: catch-ups of `--commits` and
     `--commits-large`, the steady load, the restart, and memory growth up to `--groups-large`
     groups. Returns the table's rows."""
-    with_burrow = zookeeper is not None
     per_round = args.groups * args.partitions
     broker = start_kafka(args.kafka_version, extra_props=BENCH_BROKER, heap=BENCH_HEAP)
     rows: list[str] = []
@@ -657,10 +652,9 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                   f"partitions) in {time.perf_counter() - t0:.1f}s")
             final = rounds
             results[label] = {}
-            for monitor_class in (Groupscope, Burrow) if with_burrow else (Groupscope,):
-                monitor = (Groupscope(workdir / f"gs-{label}", broker.bootstrap)
-                           if monitor_class is Groupscope else
-                           Burrow(workdir / f"bw-{label}", broker.bootstrap, zookeeper.address))
+            for name in monitor_names(zookeeper):
+                monitor = new_monitor(name, workdir / f"{name}-{label}", broker.bootstrap,
+                                      zookeeper)
                 result = catch_up(monitor, args.groups, args.partitions, lambda g: final,
                                   args.settle, args.timeout)
                 results[label][monitor.name] = result
@@ -695,7 +689,7 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
         steady_memory = {m.name: m.memory() for m in running}
         print(f"steady: {cost.rate:,.0f} commits/s achieved (asked {args.rate:,.0f}); CPU-s per "
               f"minute (groupscope scraped every {args.prometheus_interval:g}s): "
-              + ", ".join(f"{n} {c:.1f}" for n, c in cost.cpu_per_minute.items())
+              + _per_minute(cost.cpu_per_minute)
               + "; memory at its end: " + ", ".join(f"{n} {m}" for n, m in steady_memory.items()))
         result = steady_phase(running, gs, broker.bootstrap, args,
                               max(cost.last_rounds.values()) + 1, args.scrape_interval)
@@ -738,11 +732,8 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
         for g in range(args.groups, args.groups_large):
             last[g] = 1
         growth = {}
-        for label, cls in (("groupscope", Groupscope), ("burrow", Burrow)):
-            if label == "burrow" and not with_burrow:
-                continue
-            m = (Groupscope(workdir / "gs-growth", broker.bootstrap) if cls is Groupscope else
-                 Burrow(workdir / "bw-growth", broker.bootstrap, zookeeper.address))
+        for label in monitor_names(zookeeper):
+            m = new_monitor(label, workdir / f"{label}-growth", broker.bootstrap, zookeeper)
             r = catch_up(m, args.groups_large, args.partitions, last.__getitem__,
                          args.settle, args.timeout)
             m.stop()
@@ -766,6 +757,10 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
 
 def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def _per_minute(cpu: dict[str, float]) -> str:
+    return ", ".join(f"{name} {seconds:.1f}" for name, seconds in cpu.items())
 
 
 def _row(label: str, gs: float | None, bw: float | None, unit: str) -> str:
