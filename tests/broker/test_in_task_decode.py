@@ -3,13 +3,14 @@ gives, and Spark receives only what survives decoding."""
 from __future__ import annotations
 
 import gc
+import os
 import uuid
 from collections import Counter
 
 import pytest
 
 from tests.support.kafka_broker import create_topic, produce_raw
-from tests.support.collector_probe import garbage_collections
+from tests.support.collector_probe import collections_in_fresh_interpreter, garbage_collections
 from coordinator.records import decode, encode
 from tests.support.job_support import bad_records, mixed_timeline, replay_config, timeline_lines, write_capture
 from streaming.config import load_config
@@ -94,19 +95,26 @@ def test_kafka_source_decodes_in_its_tasks(spark, broker, tmp_path, client):
     assert sum(_counts(batches).values()) == len(records)
 
 
-def test_a_read_task_reads_and_decodes_without_a_garbage_collection(tmp_path):
-    # A few objects per record read, none in cycles: the collector would scan them over and
-    # over (streaming.gc_pause). The rows themselves are checked against the mapInArrow stage
-    # by the tests above.
+def read_task_scenario(folder: str) -> list[int]:
+    """collector_probe scenario: one read task of a replayed capture, decoding as it reads."""
     from streaming.sources.in_task_decode import DecodedReplayStreamReader
 
     lines = timeline_lines(mixed_timeline(), bad_records()) * 20
-    capture = write_capture(str(tmp_path / "capture.jsonl"), lines)
+    capture = write_capture(os.path.join(folder, "capture.jsonl"), lines)
     reader = DecodedReplayStreamReader(capture, None, 100_000)
     (split,) = reader.partitions({"line": 0}, {"line": len(lines)})
     with garbage_collections() as collections:
         batches = list(reader.read(split))
-    assert len(collections) <= 1  # at most one, as the collector is turned back on
     assert gc.isenabled()
     groups = {g for b in batches for g in b.column("group").to_pylist() if g != MONITOR_KEY}
     assert {"orders-app", "payments"} <= groups
+    return collections
+
+
+def test_a_read_task_reads_and_decodes_without_a_garbage_collection(tmp_path):
+    # A few objects per record read, none in cycles: the collector would scan them over and
+    # over (streaming.gc_pause). The rows themselves are checked against the mapInArrow stage
+    # by the tests above.
+    collections = collections_in_fresh_interpreter("tests.broker.test_in_task_decode:read_task_scenario",
+                                                   str(tmp_path))
+    assert len(collections) <= 1  # at most one, as the collector is turned back on

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from tests.support.collector_probe import garbage_collections
+from tests.support.collector_probe import collections_in_fresh_interpreter, garbage_collections
 from coordinator import compact_json
 from coordinator.state.reducer import apply_to_group
 from tests.support.state_timeline import offset_commit
@@ -73,9 +73,8 @@ class _Frame:
         return self._table
 
 
-def test_a_batch_reaches_the_view_without_a_garbage_collection():
-    # Every new partition leaves long-lived objects behind; the collector would otherwise scan
-    # the growing older generations again and again within one batch.
+def sink_scenario() -> list[int]:
+    """collector_probe scenario: one batch of 200 new groups through the sink."""
     rows = []
     for g in range(200):
         state = None
@@ -88,6 +87,13 @@ def test_a_batch_reaches_the_view_without_a_garbage_collection():
     sink = BatchSink(view, None, OffsetsTopicProgress(None), snapshot_interval_s=60.0)
     with garbage_collections() as collections:
         sink(frame, 0)
-    assert len(collections) <= 1  # at most one, as the collector is turned back on
     assert gc.isenabled()
     assert len(view.groups) == 200 and view.groups["g7"].partitions[("orders", 24)].offset == 124
+    return collections
+
+
+def test_a_batch_reaches_the_view_without_a_garbage_collection():
+    # Every new partition leaves long-lived objects behind; the collector would otherwise scan
+    # the growing older generations again and again within one batch.
+    collections = collections_in_fresh_interpreter("tests.unit.test_batch_sink:sink_scenario")
+    assert len(collections) <= 1  # at most one, as the collector is turned back on

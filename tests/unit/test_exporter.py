@@ -19,7 +19,7 @@ from streaming.exporter.exposition import render_text
 from streaming.exporter.server import ExporterSettings, start_exporter
 from streaming.exporter.metrics_cache import MetricsCache
 from streaming.exporter.view import MonitorView, ViewSettings
-from tests.support.collector_probe import garbage_collections
+from tests.support.collector_probe import collections_in_fresh_interpreter, garbage_collections
 from tests.support.scrape_support import parse, scrape
 
 T0 = 1_700_000_000.0
@@ -491,9 +491,9 @@ def test_exposition_matches_the_catalog(served, clock, compat):
         assert label_sets == {expected[name]}, name
 
 
-def test_a_refresh_runs_without_a_garbage_collection(clock):
-    # It builds every group's figures and keeps them, no cycles among them (streaming.gc_pause).
-    view = make_view(clock)
+def refresh_scenario() -> list[int]:
+    """collector_probe scenario: one refresh of a 100-group view."""
+    view = make_view(Clock())
     view.update_topic_metadata({}, {"orders": 50})
     view.update_groups([snapshot(f"g{g}", [], [("orders", p, 100 + p, T0 - 30) for p in range(50)])
                         for g in range(100)])
@@ -501,16 +501,19 @@ def test_a_refresh_runs_without_a_garbage_collection(clock):
     cache = MetricsCache(view)
     # A view this small would trigger few collections anyway (each cheap; with 10^5 partitions
     # each full one scans them all): a low threshold makes every allocation burst show.
-    threshold = gc.get_threshold()
     gc.set_threshold(10)
-    try:
-        with garbage_collections() as collections:
-            cache.refresh()
-    finally:
-        gc.set_threshold(*threshold)
-    assert len(collections) <= 1  # at most one, as the collector is turned back on
+    with garbage_collections() as collections:
+        cache.refresh()
+    assert gc.isenabled()
     lag = parse(cache.text())["kafka_consumergroup_lag"]
     assert len(lag) == 100 * 50 and set(lag.values()) == {400 - 100 - p for p in range(50)}
+    return collections
+
+
+def test_a_refresh_runs_without_a_garbage_collection():
+    # It builds every group's figures and keeps them, no cycles among them (streaming.gc_pause).
+    collections = collections_in_fresh_interpreter("tests.unit.test_exporter:refresh_scenario")
+    assert len(collections) <= 1  # at most one, as the collector is turned back on
 
 
 _OPS = st.one_of(
