@@ -16,7 +16,7 @@ from typing import Any
 from coordinator.state.classic import apply_group_metadata
 from coordinator.state.context import Context
 from coordinator.state.events import GROUP_DELETED, Event, Position
-from coordinator.state.group import CLASSIC, GroupState
+from coordinator.state.group import CLASSIC, TOPIC_ID, GroupState
 from coordinator.state.modern import GROUP_TOMBSTONE_TYPES, GROUP_TYPE_OF, apply_modern
 from coordinator.state.offsets import apply_offset_record, end_transaction, settled_by
 
@@ -45,9 +45,11 @@ def _family(rtype: int) -> str | None:
 
 
 def _delete_group(state: GroupState, pos: Position, events: list[Event]) -> None:
-    """A group tombstone. Offsets move to a graveyard rather than vanishing: a conversion between
-    classic and KIP-848 writes the tombstone and then the other kind's records, and the group's
-    offsets survive it (real deletions tombstone every offset first, so the graveyard is empty)."""
+    """A group tombstone removes the group, not its committed offsets: Kafka keeps those apart
+    from the group (the 4.x coordinator's OffsetMetadataManager; the 3.x loader attaches them to
+    groups after loading both) and drops one only with its own tombstone. They wait in a graveyard,
+    hidden as Kafka hides them while the group does not exist, for whatever record of the group
+    comes next (a real deletion tombstones every offset first, so its graveyard is empty)."""
     generation = state.generation if state.group_type == CLASSIC else state.group_epoch
     state.dead = True
     state.graveyard = state.offsets
@@ -58,15 +60,22 @@ def _delete_group(state: GroupState, pos: Position, events: list[Event]) -> None
 
 
 def _after_death(state: GroupState, family: str | None, ctx: Context) -> GroupState:
-    """The first non-tombstone record for a Dead group: a conversion revives it, anything else
+    """The first non-tombstone record for a Dead group finds the group's offsets again, whatever it
+    is: the other kind's records of a conversion, new metadata of the same kind, or an offset
+    commit; in a compacted `__consumer_offsets` any of them can follow the tombstone. A conversion
+    revives the group in place (its rebalance is measured against the old members); anything else
     starts a new group of the same name."""
+    offsets = state.graveyard or {}
+    state.graveyard = None
     if family is not None and family != state.group_type:
         state.dead = False
-        state.offsets = state.graveyard or {}
-        state.graveyard = None
+        state.offsets = offsets
         return state
     fresh = GroupState(state.group, ctx.num_partitions)
     fresh.positions = state.positions
+    fresh.offsets = offsets
+    fresh.log_positions = {tp: at for tp, at in state.log_positions.items() if tp in offsets}
+    fresh.topic_names = {entry[TOPIC_ID]: tp[0] for tp, entry in offsets.items() if entry[TOPIC_ID] is not None}
     return fresh
 
 

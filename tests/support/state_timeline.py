@@ -142,3 +142,33 @@ class Timeline:
         for rec, partition, offset, ts in self.entries:
             events.extend(store.apply(rec, partition=partition, offset=offset, timestamp_ms=ts))
         return events
+
+
+def _log_key(rec: Any) -> tuple:
+    """A record's key as the log cleaner compares them (offset commit key versions 0 and 1 name
+    the same partition)."""
+    rtype, key = (rec["type"], rec["key"]) if isinstance(rec, dict) else (rec.type, rec.key)
+    return (1 if rtype == 0 else rtype, tuple(sorted(key.items())))
+
+
+def _is_tombstone(rec: Any) -> bool:
+    return (rec["value"] if isinstance(rec, dict) else rec.value) is None
+
+
+def compacted(log, *, drop_tombstones: bool = False):
+    """What Kafka's log cleaner leaves of a log: the latest record of each key in each partition,
+    at its own position; with `drop_tombstones`, also no tombstones (once delete.retention.ms has
+    passed). `log` is a Timeline (a Timeline comes back) or a list of (record, partition, offset,
+    ...) tuples with records as canonical dicts (None: a control marker, kept)."""
+    entries = log.entries if isinstance(log, Timeline) else log
+    latest: dict[tuple, int] = {}
+    for rec, partition, offset, *_ in entries:
+        if rec is not None:
+            latest[(partition, _log_key(rec))] = offset
+    kept = [entry for entry in entries if entry[0] is None or (
+        latest[(entry[1], _log_key(entry[0]))] == entry[2] and not (drop_tombstones and _is_tombstone(entry[0])))]
+    if not isinstance(log, Timeline):
+        return kept
+    out = Timeline(log.num_partitions)
+    out.entries, out._next = kept, dict(log._next)
+    return out
