@@ -100,6 +100,8 @@ class HistoryConfig:
     path: str = _key("./history", "directory of the history sink (events and state snapshots)")
     format: str = _key("parquet", "parquet or json")
     snapshot_interval: float = _duration(300.0, "how often group state snapshots are written")
+    retention: float = _duration(30 * 86400.0, "days older than this are deleted, whole (0: keep "
+                                 "forever); the exporter's counters keep their totals")
 
 
 @dataclass(frozen=True)
@@ -345,6 +347,9 @@ def validate(config: Config) -> None:
     _one_of("source.type", source.type, SOURCE_TYPES)
     _one_of("source.client", source.client, SOURCE_CLIENTS)
     _one_of("history.format", config.history.format, HISTORY_FORMATS)
+    if 0 < config.history.retention < 86400.0:
+        raise UserError("config key history.retention: 0 (keep forever) or at least 1d: the "
+                        "history is deleted a whole day at a time")
     _one_of("spark.local_tuning", config.spark.local_tuning, LOCAL_TUNING)
     for name in config.metrics.compat:
         _one_of("metrics.compat", name, METRIC_COMPAT)

@@ -2,107 +2,106 @@
 (or JSON lines) partitioned by date, so that "what did this group look like at 14:03 and what
 changed" has an answer long after the fact.
 
-Layout: `<path>/events/date=YYYY-MM-DD/batch-<id>.parquet` and
-`<path>/snapshots/date=YYYY-MM-DD/batch-<id>.parquet`. A file is named after the micro-batch that
-wrote it, so a micro-batch that Spark runs again after a crash overwrites its own file instead of
-adding a second copy. Columns: group, ts_ms, kind (event name or "snapshot"), payload (JSON).
+Layout (history_layout.py): `<path>/events/date=YYYY-MM-DD/` and `<path>/snapshots/date=.../`
+hold `batch-<id>` files, one per micro-batch and day, which the job compacts into `part-<a>-<b>`
+files every hour and into one file a day once the day is over (history_compaction.py). A file is
+named after the micro-batch that wrote it, so a micro-batch that Spark runs again after a crash
+overwrites its own file instead of adding a second copy. Columns: group, ts_ms, kind (event name
+or "snapshot"), payload (JSON), batch.
 
-On start the job reads the history back (`restore_view` in lifecycle.py) to restore the exporter's counters and
-the last known snapshot of every group.
+On start the job restores the exporter's counters and each group's last snapshot from the
+running totals of the compacted days plus the rows written since (history_totals.py).
 """
 from __future__ import annotations
 
-import datetime as dt
-import glob
 import json
 import os
+import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-_SCHEMA = pa.schema([("group", pa.string()), ("ts_ms", pa.int64()), ("kind", pa.string()),
-                     ("payload", pa.string())])
+from streaming.job.history_files import SUFFIXES, read_files, rows_table, write_whole
+from streaming.job.history_layout import (batch_name, day_files, day_folder, day_of, days,
+                                          visible_files)
 
 # Events worth keeping: offset commits are the bulk of the log and live in the snapshots instead.
 HISTORY_EVENTS = frozenset({"rebalance", "rebalance_downtime", "member_joined", "member_left",
                             "group_emptied", "group_deleted", "offset_deleted"})
 
-
-def _day(ts_ms: int) -> str:
-    return dt.datetime.fromtimestamp(ts_ms / 1000.0, dt.timezone.utc).strftime("%Y-%m-%d")
+_ROW_COLUMNS = ("group", "ts_ms", "kind", "payload")
 
 
 @dataclass
 class HistoryWriter:
     path: str
     format: str = "parquet"
+    retention_s: float = 0.0  # rows older than this are not written: maintenance would drop them
+    after_write: Callable[[int], None] | None = None  # e.g. HistoryMaintenance.after_batch
+    clock: Callable[[], float] = time.time
 
     def write(self, batch_id: int, kind: str, rows: Iterable[tuple[str, int, str, str]]) -> int:
         """Write rows (group, ts_ms, kind, payload JSON) of one micro-batch; returns the count."""
+        oldest = (self.clock() - self.retention_s) * 1000 if self.retention_s > 0 else None
         by_day: dict[str, list[tuple[str, int, str, str]]] = {}
         for row in rows:
-            by_day.setdefault(_day(row[1]), []).append(row)
+            if oldest is None or row[1] >= oldest:
+                by_day.setdefault(day_of(row[1]), []).append(row)
         for day, day_rows in by_day.items():
-            folder = os.path.join(self.path, kind, f"date={day}")
+            folder = day_folder(self.path, kind, day)
             os.makedirs(folder, exist_ok=True)
-            target = os.path.join(folder, f"batch-{batch_id:010d}.{self._suffix}")
-            temp = target + ".tmp"
-            if self.format == "parquet":
-                columns = list(zip(*day_rows))
-                table = pa.table({name: list(col) for name, col in zip(_SCHEMA.names, columns)},
-                                 schema=_SCHEMA)
-                pq.write_table(table, temp)
-            else:
-                with open(temp, "w", encoding="utf-8") as fh:
-                    for g, ts, k, payload in day_rows:
-                        fh.write(json.dumps({"group": g, "ts_ms": ts, "kind": k,
-                                             "payload": payload}) + "\n")
-            os.replace(temp, target)  # whole files only: a crash leaves the old file or none
+            # Whole files only: a crash leaves the old file or none.
+            write_whole(rows_table(day_rows, batch_id),
+                        os.path.join(folder, batch_name(batch_id, SUFFIXES[self.format])), self.format)
+        if self.after_write is not None:
+            self.after_write(batch_id)
         return sum(len(r) for r in by_day.values())
-
-    @property
-    def _suffix(self) -> str:
-        return "parquet" if self.format == "parquet" else "jsonl"
 
 
 def read_history(path: str, kind: str, group: str | None = None, since_ms: int | None = None,
-                 until_ms: int | None = None) -> list[dict[str, Any]]:
-    """Rows of `kind` ("events" or "snapshots"), oldest first, payload parsed."""
-    rows: list[dict[str, Any]] = []
-    for file in sorted(glob.glob(os.path.join(path, kind, "date=*", "batch-*"))):
-        if file.endswith(".tmp"):
-            continue
-        if since_ms is not None and _file_day(file) < _day(since_ms):
-            continue
-        for row in _read_file(file):
-            if group is not None and row["group"] != group:
-                continue
-            if since_ms is not None and row["ts_ms"] < since_ms:
-                continue
-            if until_ms is not None and row["ts_ms"] > until_ms:
-                continue
-            row["payload"] = json.loads(row["payload"])
-            rows.append(row)
-    rows.sort(key=lambda r: (r["ts_ms"], _position(r["payload"])))
+                 until_ms: int | None = None, first_day: str | None = None,
+                 last_day: str | None = None) -> list[dict[str, Any]]:
+    """Rows of `kind` ("events" or "snapshots"), oldest first, payload parsed. Only the date
+    folders of the range are listed, and only the row groups that may hold `group` are read."""
+    first = max(filter(None, (first_day, day_of(since_ms) if since_ms is not None else None)),
+                default=None)
+    last = min(filter(None, (last_day, day_of(until_ms) if until_ms is not None else None)),
+               default=None)
+    return _read(lambda: visible_files(path, kind, first, last), group, since_ms, until_ms)
+
+
+def snapshot_at(path: str, group: str, at_ms: int | None = None) -> Mapping[str, Any] | None:
+    """The group's last snapshot at or before `at_ms` (default: its last): days are read newest
+    first, and the first day that has one answers."""
+    last = day_of(at_ms) if at_ms is not None else None
+    for day in reversed(days(path, "snapshots", last=last)):
+        rows = _read(lambda: day_files(path, "snapshots", day).visible(), group, None, at_ms)
+        if rows:
+            return rows[-1]["payload"]
+    return None
+
+
+def _read(plan: Callable[[], list[str]], group, since_ms, until_ms) -> list[dict[str, Any]]:
+    for attempt in range(3):
+        try:
+            table = read_files(plan(), group, since_ms, until_ms, columns=_ROW_COLUMNS)
+            break
+        except FileNotFoundError:
+            # A compaction replaced files between the listing and the read: list again.
+            if attempt == 2:
+                raise
+    rows = table.to_pylist()
+    for row in rows:
+        row["payload"] = json.loads(row["payload"])
+    # The group breaks ties of time between groups, so that the order does not depend on how
+    # the rows are spread over files (compacted parts are sorted by group); a group's own rows of
+    # equal time keep the order their batches wrote them in.
+    rows.sort(key=lambda r: (r["ts_ms"], _position(r["payload"]), r["group"]))
     return rows
 
 
 def _position(payload: Mapping[str, Any]) -> tuple[int, int]:
     return (payload.get("partition", -1) if isinstance(payload.get("partition"), int) else -1,
             payload.get("offset", -1) if isinstance(payload.get("offset"), int) else -1)
-
-
-def _file_day(file: str) -> str:
-    return os.path.basename(os.path.dirname(file))[len("date="):]
-
-
-def _read_file(file: str) -> list[dict[str, Any]]:
-    if file.endswith(".parquet"):
-        return pq.read_table(file).to_pylist()
-    with open(file, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 # What tells apart the events of one record: a group-metadata record can say that several

@@ -24,8 +24,9 @@ from streaming.errors import UserError
 from streaming.pipeline.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.gc_pause import collector_paused
 from streaming.job.state_restore import committed_snapshots
-from streaming.job.history import (HISTORY_EVENTS, HistoryWriter, latest_snapshots, read_history,
-                               unique_events)
+from streaming.job.history import HISTORY_EVENTS, HistoryWriter
+from streaming.job.history_maintenance import HistoryMaintenance
+from streaming.job.history_totals import restore
 from streaming.job.settings import (exporter_settings, offsets_client_factory, poller_settings,
                                   view_settings)
 from streaming.exporter.view import MonitorView
@@ -273,14 +274,11 @@ class BatchSink:
 def restore_view(view: MonitorView, history_path: str, snapshots: bool = True) -> int:
     """Counters from the history, so a restarted job continues its series, and with `snapshots`
     each group's last snapshot from it (a job that read the groups from its checkpoint's state,
-    streaming/job/state_restore.py, has fresher ones)."""
+    streaming/job/state_restore.py, has fresher ones). Reads the running totals of the compacted
+    days and only the rows written since (streaming/job/history_totals.py)."""
     if not os.path.isdir(history_path):
         return 0
-    if snapshots:
-        view.update_groups(latest_snapshots(read_history(history_path, "snapshots")).values())
-    events = unique_events(read_history(history_path, "events"))
-    view.apply_events(events)
-    return len(events)
+    return restore(view, history_path, snapshots)
 
 
 class Job:
@@ -346,7 +344,10 @@ class Job:
             self.view.update_groups(state)
             log.info("restored %d groups from the checkpoint's state", len(state))
         if config.history.path:
-            history = HistoryWriter(config.history.path, config.history.format)
+            settings = config.history
+            history = HistoryWriter(settings.path, settings.format, settings.retention,
+                                    HistoryMaintenance(settings.path, settings.format,
+                                                       settings.retention).after_batch)
             restored = restore_view(self.view, config.history.path, snapshots=state is None)
             if restored:
                 log.info("restored %d events from the history at %s", restored, config.history.path)

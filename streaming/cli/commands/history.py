@@ -1,18 +1,24 @@
 """`groupscope history --group G [--since T] [--at T]`: what a group looked like and what changed.
 
 Reads the job's history sink (history.path): the snapshot in force at `--at` (default: the latest)
-and every rebalance and membership event since `--since`.
+and every rebalance and membership event since `--since`. Only the date folders of the range are
+opened, and in them only the row groups that may hold the group (streaming/job/history.py).
 """
 from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from datetime import datetime, timezone
 from typing import Any
 
 from streaming.errors import UserError
 from streaming.cli.commands.capture import parse_time_ms
-from streaming.job.history import read_history, unique_events
+from streaming.config import parse_duration
+from streaming.job.history import read_history, snapshot_at, unique_events
+
+_AGO = re.compile(r"^\s*\d+(?:\.\d+)?\s*(ms|s|m|h|d)\s*$")
 
 
 def register(subparsers) -> None:
@@ -20,8 +26,10 @@ def register(subparsers) -> None:
         "history", help="a group's past: its state at a time and the rebalances since",
         description="Query the history sink written by `groupscope run`.")
     parser.add_argument("--group", required=True, help="consumer group id")
-    parser.add_argument("--since", help="events from this time (ISO-8601 or epoch ms; default: all)")
-    parser.add_argument("--at", help="show the group's state at this time (default: latest)")
+    parser.add_argument("--since", help="events from this time: ISO-8601, epoch ms, or a "
+                        "duration ago such as 6h or 1d (default: all)")
+    parser.add_argument("--at", help="show the group's state at this time, as --since "
+                        "(default: latest)")
     parser.add_argument("-c", "--config", help="config file (history.path comes from it)")
     parser.add_argument("--path", help="history directory (overrides the config)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -69,6 +77,14 @@ def describe_snapshot(snap: dict[str, Any]) -> list[str]:
     return lines
 
 
+def parse_when(text: str, flag: str, now_s: float | None = None) -> int:
+    """Epoch ms from ISO-8601, epoch ms, or a duration before now ("6h", "1d")."""
+    if _AGO.match(text):
+        now_s = time.time() if now_s is None else now_s
+        return int((now_s - parse_duration(text, flag)) * 1000)
+    return parse_time_ms(text, flag)
+
+
 def run(args) -> int:
     path = args.path
     if path is None:
@@ -76,13 +92,12 @@ def run(args) -> int:
         path = load_config(args.config).history.path
     if not os.path.isdir(path):
         raise UserError(f"no history at {path}: run the job first, or pass --path")
-    since = parse_time_ms(args.since, "--since") if args.since else None
-    at = parse_time_ms(args.at, "--at") if args.at else None
-    snapshots = read_history(path, "snapshots", group=args.group, until_ms=at)
+    since = parse_when(args.since, "--since") if args.since else None
+    at = parse_when(args.at, "--at") if args.at else None
+    snapshot = snapshot_at(path, args.group, at)
     events = unique_events(read_history(path, "events", group=args.group, since_ms=since, until_ms=at))
-    if not snapshots and not events:
+    if snapshot is None and not events:
         raise UserError(f"group {args.group!r} has no history in {path}")
-    snapshot = snapshots[-1]["payload"] if snapshots else None
     if args.json:
         print(json.dumps({"group": args.group, "snapshot": snapshot, "events": events}, indent=2))
         return 0
