@@ -234,11 +234,14 @@ class Rebalancers:
     """Groups of real Java consumers (one harness JVM each) that one at a time, every call of
     `step`, gain or lose a member (REBALANCE_ACTIONS in turn)."""
 
-    def __init__(self, bootstrap: str, workdir: Path, groups: int) -> None:
-        create_topic(bootstrap, REBALANCE_TOPIC, REBALANCE_PARTITIONS)
+    def __init__(self) -> None:
         self.harnesses: list[ClientHarness] = []
         self.members = 0
         self.steps = 0
+
+    def start(self, bootstrap: str, workdir: Path, groups: int) -> None:
+        """`groups` groups of two members each (`close` stops those started if this fails)."""
+        create_topic(bootstrap, REBALANCE_TOPIC, REBALANCE_PARTITIONS)
         for i in range(groups):
             protocol, assignor = STRATEGIES[i % len(STRATEGIES)]
             config = HarnessConfig(bootstrap, REBALANCE_TOPIC, f"soak-rebalance-{i}", protocol,
@@ -296,6 +299,7 @@ class Churn:
 
 def _load_process(queue, stop, bootstrap: str, rate: float, seconds: float, groups: int,
                   partitions: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent stops it through `stop`
     result = steady(bootstrap, rate, seconds, groups, partitions, stop=stop)
     queue.put((result.commits, result.seconds))
 
@@ -502,8 +506,9 @@ def soak(args, stack: contextlib.ExitStack, out: Path) -> list[dict[str, float]]
     stack.callback(admin.close)
     link = Connection(broker.bootstrap, window=1)
     stack.callback(link.close)
-    rebalancers = Rebalancers(broker.bootstrap, workdir, args.rebalance_groups)
+    rebalancers = Rebalancers()
     stack.callback(rebalancers.close)
+    rebalancers.start(broker.bootstrap, workdir, args.rebalance_groups)
     churn = Churn(link, admin, args.groups + 100, args.churn)
     scraper = Scraper(job)
     scraper.start()
@@ -512,28 +517,32 @@ def soak(args, stack: contextlib.ExitStack, out: Path) -> list[dict[str, float]]
     print(f"broker {broker.bootstrap}, job on 127.0.0.1:{job.port} (pid {job.process.pid}), "
           f"working in {workdir}; {args.rebalance_groups} rebalancing groups up")
     print(header())
-    run_schedule(args, job, sampler, rebalancers, churn)
+    run_schedule(args, job, sampler, rebalancers, churn, out)
     rate = load.finish()
     print(f"load: {rate or 0:,.0f} commits/s reached (asked {args.rate:,.0f}); rebalancing "
           f"steps {rebalancers.steps}; churn: {churn.created} groups created, {churn.deleted} "
           f"deleted")
     rebalancers.close()
     scraper.stop.set()
-    report.save(sampler.rows, out)
     report.print_slopes(sampler.rows)
     final_check(job, admin, args, rebalancers.groups)
     return sampler.rows
 
 
 def run_schedule(args, job: Groupscope, sampler: Sampler, rebalancers: Rebalancers,
-                 churn: Churn) -> None:
-    """Samples, rebalancing steps and churn ticks, each at its period, until `--minutes` pass."""
+                 churn: Churn, out: Path) -> None:
+    """Samples, rebalancing steps and churn ticks, each at its period, until `--minutes` pass.
+    The samples are saved as they come, so that an interrupted run keeps them."""
+
+    def sample() -> None:
+        print(format_row(sampler.sample()), flush=True)
+        report.save(sampler.rows, out)
+
     started = time.monotonic()
     end = started + args.minutes * 60
     due = {"sample": started + args.sample_every, "rebalance": started + args.rebalance_every,
            "churn": started + 60.0}
-    actions = {"sample": lambda: print(format_row(sampler.sample()), flush=True),
-               "rebalance": rebalancers.step, "churn": churn.tick}
+    actions = {"sample": sample, "rebalance": rebalancers.step, "churn": churn.tick}
     periods = {"sample": args.sample_every, "rebalance": args.rebalance_every, "churn": 60.0}
     sampler.started = time.time()
     while True:
