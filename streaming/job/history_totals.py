@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from streaming.exporter.view import GroupRecord, MonitorView
 from streaming.job.history import latest_snapshots, read_history, unique_events
 from streaming.job.history_files import SCHEMA, read_files, scan_batches, write_whole
-from streaming.job.history_layout import KINDS, day_files, days
+from streaming.job.history_layout import KINDS, day_files, days, visible_files
 
 _META_KEY = b"groupscope.totals"
 _HISTOGRAMS = ("rebalance_duration", "sync_duration", "downtime")
@@ -163,9 +163,10 @@ def fold_day(path: str, base: Totals | None, day: str) -> Totals:
 
 
 def _latest_rows(previous: pa.Table, files: list[str]) -> pa.Table:
-    """Each group's last snapshot: the day's latest (by time, then file and row order, as
-    `read_history` orders them) replaces the previous days'. Two passes over the day: the small
-    columns find the winners, then only the winners' payloads are kept."""
+    """Each group's last snapshot: the latest of `files` (by time, then file and row order, as
+    `read_history` orders them; files of later days than `previous`) replaces the previous one.
+    Two passes over the files: the small columns find the winners, then only the winners'
+    payloads are kept."""
     best: dict[str, tuple[int, int]] = {}  # group -> (ts_ms, row number in the day)
     row = 0
     for batch in scan_batches(files, ["group", "ts_ms"]):
@@ -198,9 +199,10 @@ def restore(view: MonitorView, path: str, snapshots: bool = True) -> int:
     base = newest_valid(path)
     first = next_day(base.through) if base is not None else None
     if snapshots:
-        rows = _rows(base.snapshot_table()) if base is not None else []
-        rows += read_history(path, "snapshots", first_day=first)
-        view.update_groups(latest_snapshots(rows).values())
+        # Only each group's latest row is parsed: a day holds hundreds of thousands of snapshots.
+        previous = base.snapshot_table() if base is not None else SCHEMA.empty_table()
+        latest = _latest_rows(previous, visible_files(path, "snapshots", first))
+        view.update_groups(latest_snapshots(_rows(latest)).values())
     if base is not None:
         load_counters(view, base.groups)
     events = unique_events(read_history(path, "events", first_day=first))
