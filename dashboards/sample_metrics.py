@@ -99,6 +99,7 @@ def _group_samples(name: str, t: float, now: float) -> list[Sample]:
             "kafka_consumergroup_group_lag": sum(lags),
             "kafka_consumergroup_group_max_lag": max(lags),
             "kafka_consumergroup_group_max_lag_seconds": max(lags) / 25,
+            "kafka_consumergroup_lag_unknown_partitions": 0,
             "kafka_consumergroup_status": grp.status,
             "kafka_consumergroup_rebalances_total": rebalances,
             "kafka_consumergroup_rebalance_partitions_moved_total": rebalances * grp.moved_per_rebalance,

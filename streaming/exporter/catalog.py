@@ -143,6 +143,10 @@ CATALOG: tuple[MetricFamily, ...] = (
        compat_labels=KLE_GROUP_LABELS),
     _f("kafka_consumergroup_group_max_lag_seconds", GAUGE,
        "Highest partition time lag of the group.", G, compat_labels=KLE_GROUP_LABELS),
+    _f("kafka_consumergroup_lag_unknown_partitions", GAUGE,
+       "Committed partitions whose end offset is unknown (topic not describable, deleted, not "
+       "polled yet): their lag is not served and the group's lag roll-ups leave them out, and a "
+       "group with none known has no roll-ups.", G),
     _f("kafka_consumergroup_status", GAUGE,
        f"Group health: {_codes(s for s in Status if s <= Status.ERR)}.", G),
     _f("kafka_consumergroup_partition_status", GAUGE, f"Partition health: {_codes(Status)}.",

@@ -48,6 +48,7 @@ class EndOffsetPoller:
         self._client: OffsetsClient | None = None
         self._clock = clock
         self._metadata_at: float | None = None
+        self._unknown_topics: set[str] = set()  # committed to, absent from the metadata
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -99,7 +100,20 @@ class EndOffsetPoller:
         """Only partitions that exist: asking for a deleted topic would stall the whole request."""
         with self.view.lock:
             counts = dict(self.view.partition_counts)
-        return sorted((t, p) for t, p in wanted if p < counts.get(t, 0))
+        existing = sorted((t, p) for t, p in wanted if p < counts.get(t, 0))
+        if self._metadata_at is not None:
+            self._report_unknown({t for t, _ in wanted if t not in counts})
+        return existing
+
+    def _report_unknown(self, unknown: set[str]) -> None:
+        """Says once, when it starts, that a topic's lag cannot be known: the groups' lag series
+        for it are absent, which a dashboard alone would not explain."""
+        new = sorted(unknown - self._unknown_topics)
+        if new:
+            log.warning("no metadata for %d topic(s) that groups commit to, so their lag is unknown "
+                        "(deleted, or this principal may not DESCRIBE them): %s", len(new),
+                        ", ".join(new[:20]) + (" ..." if len(new) > 20 else ""))
+        self._unknown_topics = unknown
 
     def _client_or_new(self) -> OffsetsClient:
         if self._client is None:

@@ -244,9 +244,23 @@ class Evaluator:
 
     def _group_rollups(self, group: GroupRecord, rows: list[tuple[str, int, float]],
                        statuses: list[Status], sink: Sink) -> None:
+        """Sums and maxima over the partitions whose end offset is known. A group none of whose
+        partitions has one (a topic the principal may not describe, deleted, or not polled yet)
+        has no lag figure at all rather than a lag of 0, which no lag alert would ever fire on;
+        `kafka_consumergroup_lag_unknown_partitions` says how many partitions are unknown."""
         c, name = self.cluster, group.name
-        rollup = roll_up(rows)
         key = (c, name)
+        unknown = sum(1 for status in statuses if status is Status.NOTFOUND)
+        _out(sink, "kafka_consumergroup_lag_unknown_partitions").append((key, unknown))
+        overall = group_status(statuses) if statuses else Status.NOTFOUND
+        _out(sink, "kafka_consumergroup_status").append((key, int(overall)))
+        if self.burrow:
+            _out(sink, "burrow_kafka_consumer_status").append((key, int(overall)))
+        if not rows:
+            if self.ke:
+                self._kafka_exporter_group(group, {}, sink)
+            return
+        rollup = roll_up(rows)
         topic_lag = _out(sink, "kafka_consumergroup_topic_lag")
         for topic, total in sorted(rollup.by_topic.items()):
             topic_lag.append(((c, name, topic), total))
@@ -257,8 +271,6 @@ class Evaluator:
         _out(sink, "kafka_consumergroup_group_max_lag").append((max_key, rollup.max_lag))
         _out(sink, "kafka_consumergroup_group_max_lag_seconds").append(
             (max_key, rollup.max_lag_seconds))
-        overall = group_status(statuses) if statuses else Status.NOTFOUND
-        _out(sink, "kafka_consumergroup_status").append((key, int(overall)))
         if self.ke:
             self._kafka_exporter_group(group, rollup.by_topic, sink)
         if self.kle:
@@ -267,7 +279,6 @@ class Evaluator:
             for topic, total in sorted(rollup.by_topic.items()):
                 topic_sum.append(((c, c, name, topic), total))
         if self.burrow:
-            _out(sink, "burrow_kafka_consumer_status").append((key, int(overall)))
             _out(sink, "burrow_kafka_consumer_lag_total").append((key, rollup.total))
 
     def _compat_partition(self, group: GroupRecord, key, part, lag: int | None,

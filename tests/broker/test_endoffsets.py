@@ -224,3 +224,38 @@ def test_a_bad_passthrough_setting_fails_when_wired():
     with pytest.raises(ValueError, match="option kafka.no.such.setting: kafka-python has no "
                                          "setting no_such_setting"):
         offsets_client_factory(config)
+
+
+def test_a_group_whose_end_offsets_are_unknown_has_no_lag_roll_ups(broker, caplog):
+    """Committed offsets of a topic the poller cannot get end offsets for (here: absent from the
+    metadata, as a deleted topic or one the principal may not describe is): no lag for those
+    partitions, roll-ups over the known ones only, none at all for a group with no known one,
+    and the unknown partitions counted."""
+    known, missing = f"known-{uuid.uuid4().hex[:8]}", f"missing-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, known, 1)
+    produce_raw(broker.bootstrap, known, [(0, None, b"x", 1_700_000_000_000 + i) for i in range(10)])
+    view = MonitorView(ViewSettings(cluster="default"))
+    committed_group(view, "mixed", {(known, 0): 4, (missing, 0): 1, (missing, 1): 1})
+    committed_group(view, "blind", {(missing, 0): 3, (missing, 1): 2})
+    options = KafkaSourceOptions(bootstrap_servers=broker.bootstrap)
+    poller = EndOffsetPoller(view, lambda: offsets_client(options, timeout_s=10.0))
+    try:
+        with caplog.at_level("WARNING", logger="groupscope.endoffsets"):
+            assert poller.poll_once()
+            assert poller.poll_once()
+    finally:
+        poller.stop()
+    assert [r.getMessage() for r in caplog.records if missing in r.getMessage()] == [
+        f"no metadata for 1 topic(s) that groups commit to, so their lag is unknown (deleted, or this "
+        f"principal may not DESCRIBE them): {missing}"]  # once, not every poll
+    assert gauge(view, "kafka_consumergroup_group_lag", group="mixed") == 6
+    assert gauge(view, "kafka_consumergroup_group_max_lag", group="mixed") == 6
+    assert gauge(view, "kafka_consumergroup_lag_unknown_partitions", group="mixed") == 2
+    assert gauge(view, "kafka_consumergroup_lag_unknown_partitions", group="blind") == 2
+    assert gauge(view, "kafka_consumergroup_status", group="blind") == 0  # NOTFOUND
+    for name in ("kafka_consumergroup_group_lag", "kafka_consumergroup_group_max_lag",
+                 "kafka_consumergroup_group_max_lag_seconds", "kafka_consumergroup_lag"):
+        with pytest.raises(KeyError):
+            gauge(view, name, group="blind")
+    with pytest.raises(KeyError):
+        gauge(view, "kafka_consumergroup_topic_lag", group="mixed", topic=missing)
