@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -35,17 +34,13 @@ _ROW_COLUMNS = ("group", "ts_ms", "kind", "payload")
 class HistoryWriter:
     path: str
     format: str = "parquet"
-    retention_s: float = 0.0  # rows older than this are not written: maintenance would drop them
     after_write: Callable[[int], None] | None = None  # e.g. HistoryMaintenance.after_batch
-    clock: Callable[[], float] = time.time
 
     def write(self, batch_id: int, kind: str, rows: Iterable[tuple[str, int, str, str]]) -> int:
         """Write rows (group, ts_ms, kind, payload JSON) of one micro-batch; returns the count."""
-        oldest = (self.clock() - self.retention_s) * 1000 if self.retention_s > 0 else None
         by_day: dict[str, list[tuple[str, int, str, str]]] = {}
         for row in rows:
-            if oldest is None or row[1] >= oldest:
-                by_day.setdefault(day_of(row[1]), []).append(row)
+            by_day.setdefault(day_of(row[1]), []).append(row)
         for day, day_rows in by_day.items():
             folder = day_folder(self.path, kind, day)
             os.makedirs(folder, exist_ok=True)

@@ -9,11 +9,12 @@ so no batch a crash makes Spark run again ever lands inside a compacted range.
 """
 from __future__ import annotations
 
+import datetime as dt
 import glob
 import os
 import shutil
 import signal
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -109,10 +110,15 @@ def _merge_sorted(inputs: Sequence[str], file: str, fmt: str) -> None:
         return
     counts = pc.value_counts(read_files(inputs, columns=["group"]).column("group"))
     by_group = sorted(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
+    write_slices(file, (_group_range(inputs, low, high) for low, high in _slices(by_group)))
+
+
+def write_slices(file: str, slices: Iterable[pa.Table]) -> None:
+    """A part from slices of consecutive groups, each sorted and written as it comes: the
+    day-end merge, and benchmarks/history.py's older days."""
     with pq.ParquetWriter(file, SCHEMA, compression=PART_COMPRESSION) as writer:
-        for low, high in _slices(by_group):
-            writer.write_table(sort_by_group(_group_range(inputs, low, high)),
-                               row_group_size=ROW_GROUP_ROWS)
+        for table in slices:
+            writer.write_table(sort_by_group(table), row_group_size=ROW_GROUP_ROWS)
 
 
 def _group_range(inputs: Sequence[str], low: str, high: str) -> pa.Table:
@@ -136,12 +142,22 @@ def _slices(by_group: list[tuple[str, int]]) -> list[tuple[str, str]]:
     return slices
 
 
+def retention_cut(path: str, retention_s: float, now_s: float) -> str | None:
+    """The oldest day kept: the retention counts back from now, or from the end of the newest
+    day held when that is earlier (a replayed capture of last year keeps its last 30 days)."""
+    newest = max((d for kind in KINDS for d in days(path, kind)), default=None)
+    if retention_s <= 0 or newest is None:
+        return None
+    newest_end_s = (dt.date.fromisoformat(newest) - dt.date(1970, 1, 1)).days * 86400.0 + 86400.0
+    return day_of(int((min(now_s, newest_end_s) - retention_s) * 1000))
+
+
 def expire(path: str, retention_s: float, now_s: float) -> list[str]:
     """Delete the days older than the retention (0: keep all); returns the days deleted. A day
     goes whole: renamed to a hidden name first, so no reader sees half a day."""
-    if retention_s <= 0:
+    cut = retention_cut(path, retention_s, now_s)
+    if cut is None:
         return []
-    cut = day_of(int((now_s - retention_s) * 1000))
     gone = []
     for kind in KINDS:
         for leftover in glob.glob(os.path.join(path, kind, ".expired-date=*")):

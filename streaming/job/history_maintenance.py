@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from streaming.job.history_compaction import compact_day, expire
+from streaming.job.history_compaction import compact_day, expire, retention_cut
 from streaming.job.history_layout import KINDS, day_of, days
 from streaming.job.history_totals import (fold_day, newest_valid, totals_days, totals_file,
                                           write_totals)
@@ -32,13 +32,14 @@ class MaintenanceReport:
 def maintain(path: str, fmt: str, bound: int, now_s: float, retention_s: float) -> MaintenanceReport:
     """One pass; `bound`: the lowest batch id that may not be committed yet (none at or above
     it is compacted)."""
+    cut = retention_cut(path, retention_s, now_s)
     report = MaintenanceReport(expired=expire(path, retention_s, now_s))
     today = day_of(int(now_s * 1000))
     for kind in KINDS:
         for day in days(path, kind):
             report.compacted += compact_day(path, kind, day, fmt, bound, closed=day < today)
     report.folded = fold_closed_days(path, today)
-    _prune_totals(path, retention_s, now_s)
+    _prune_totals(path, cut)
     return report
 
 
@@ -56,12 +57,11 @@ def fold_closed_days(path: str, today: str) -> list[str]:
     return folded
 
 
-def _prune_totals(path: str, retention_s: float, now_s: float) -> None:
+def _prune_totals(path: str, cut: str | None) -> None:
     """Totals of expired days go, but the newest of them stays: it is what a late write to the
     oldest kept day falls back to."""
-    if retention_s <= 0:
+    if cut is None:
         return
-    cut = day_of(int((now_s - retention_s) * 1000))
     old = [d for d in totals_days(path) if d < cut]
     for day in old[:-1]:
         os.remove(totals_file(path, day))

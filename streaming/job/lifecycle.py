@@ -345,7 +345,7 @@ class Job:
             log.info("restored %d groups from the checkpoint's state", len(state))
         if config.history.path:
             settings = config.history
-            history = HistoryWriter(settings.path, settings.format, settings.retention,
+            history = HistoryWriter(settings.path, settings.format,
                                     HistoryMaintenance(settings.path, settings.format,
                                                        settings.retention).after_batch)
             restored = restore_view(self.view, config.history.path, snapshots=state is None)

@@ -144,11 +144,14 @@ def test_retention_deletes_whole_old_days_and_the_counters_keep_them(tmp_path):
     assert exposition(restored) == expected
 
 
-def test_writes_older_than_the_retention_are_dropped(tmp_path):
-    writer = HistoryWriter(str(tmp_path), retention_s=86400, clock=lambda: (T0 + 3 * DAY_MS) / 1000)
-    rows = [("g", T0, "member_joined", "{}"), ("g", T0 + 3 * DAY_MS - 5, "member_joined", "{}")]
-    assert writer.write(0, "events", rows) == 1
-    assert days(str(tmp_path), "events") == ["2026-01-03"]
+def test_retention_counts_back_from_the_newest_day_of_a_replayed_past(tmp_path):
+    history = str(tmp_path)
+    write_days(history, 0, T0, 100, 4_000_000)  # January 2026, maintained a year later
+    report = maintain(history, "parquet", bound=10**9, now_s=(T0 + 400 * DAY_MS) / 1000.0,
+                      retention_s=2 * 86400)
+    # Two days back from the end of the newest day (2026-01-05), not from a year later.
+    assert report.expired == ["2026-01-01", "2026-01-02", "2026-01-03"]
+    assert days(history, "events") == ["2026-01-04", "2026-01-05"]
 
 
 def test_reads_open_only_the_days_and_row_groups_they_need(tmp_path, monkeypatch):
