@@ -32,9 +32,10 @@ test: check-java $(STAMP)
 	GROUPSCOPE_SPARK__LOCAL_TUNING=off $(PY) -m pytest -q -p no:cacheprovider $(JOB_TESTS)
 
 # Each benchmark is a module of the package benchmarks/ (those named _* are helpers); some start Kafka.
+# The soak runs for an hour: `python -m benchmarks.soak`, on its own.
 bench: check-java $(STAMP)
 	@bash scripts/fetch-jvm-deps.sh
-	@for b in $(filter-out _%,$(basename $(notdir $(wildcard benchmarks/*.py)))); do \
+	@for b in $(filter-out _% soak,$(basename $(notdir $(wildcard benchmarks/*.py)))); do \
 	  echo "== benchmarks.$$b"; $(PY) -m benchmarks.$$b || exit 1; done
 
 clean:
