@@ -107,11 +107,13 @@ def next_day(day: str) -> str:
 
 # -- counters in and out of a view -------------------------------------------------------------
 
-def counters_of(record: GroupRecord) -> dict[str, Any]:
+def counters_of(record: GroupRecord, deleted_ms: int | None) -> dict[str, Any]:
+    """`deleted_ms`: the time of the group's last deletion event, which the view weighs against
+    the group's snapshot when it replays the event."""
     out: dict[str, Any] = {"rebalances": record.rebalances,
                            "partitions_moved": record.partitions_moved,
                            "last_rebalance_s": record.last_rebalance_s,
-                           "dead": record.dead_since_s is not None}
+                           "deleted_ms": deleted_ms}
     for name in _HISTOGRAMS:
         hist = getattr(record, name)
         out[name] = [list(hist.counts), hist.sum, hist.count]
@@ -121,7 +123,8 @@ def counters_of(record: GroupRecord) -> dict[str, Any]:
 def load_counters(view: MonitorView, groups: Mapping[str, Mapping[str, Any]]) -> None:
     """Add folded counters to the view's groups, as if their events had been applied: counts
     add, a histogram's sum is added to a fresh one's 0.0 (exact), the last rebalance is a max,
-    and a group deleted in the folded days is marked Dead as its event would."""
+    and the last deletion is replayed (of a group's deletions, the view acts on any its snapshot
+    predates, and the last is predated whenever an earlier one is)."""
     with view.lock:
         for name, counters in groups.items():
             record = view._group(name)  # the view's own way to start a group it tracks
@@ -136,8 +139,9 @@ def load_counters(view: MonitorView, groups: Mapping[str, Mapping[str, Any]]) ->
                 hist.counts = [a + b for a, b in zip(hist.counts, counts)]
                 hist.sum += total
                 hist.count += count
-    view.apply_events([{"event": "group_deleted", "group": name}
-                       for name, counters in groups.items() if counters["dead"]])
+    view.apply_events([{"event": "group_deleted", "group": name,
+                        "timestamp_ms": counters["deleted_ms"]}
+                       for name, counters in groups.items() if counters["deleted_ms"] is not None])
 
 
 # -- folding a day ------------------------------------------------------------------------------
@@ -157,8 +161,14 @@ def fold_day(path: str, base: Totals | None, day: str) -> Totals:
             folded[kind][day] = folded_names(path, kind, day)
     latest = _latest_rows(base.snapshot_table() if base else SCHEMA.empty_table(),
                           day_files(path, "snapshots", day).visible())
+    deleted = {name: c["deleted_ms"] for name, c in (base.groups if base else {}).items()}
+    for event in events:
+        if event.get("event") == "group_deleted":
+            name = event["group"]
+            deleted[name] = max(deleted.get(name) or 0, event.get("timestamp_ms") or 0)
     return Totals(day, (base.events if base else 0) + len(events),
-                  {name: counters_of(record) for name, record in view.groups.items()},
+                  {name: counters_of(record, deleted.get(name))
+                   for name, record in view.groups.items()},
                   folded, latest=latest)
 
 

@@ -64,7 +64,7 @@ def write_days(history: str, first_batch: int, start_ms: int, batches: int, step
         events, snaps = [], []
         for group in rng.sample(GROUPS, 3):
             kind = rng.choice(["rebalance", "rebalance", "rebalance_downtime", "member_joined",
-                               "member_left"])
+                               "member_left", "group_deleted"])
             events.append(_event(kind, group, ts + rng.randrange(step_ms), batch_id * 10 + len(events),
                                  rng, member_id=f"m{rng.randrange(5)}"))
             snaps.append(_snapshot(group, ts, batch_id))
