@@ -4,7 +4,9 @@
 map of group id -> `GroupState` over it. Records are applied in log order with their position in
 `__consumer_offsets`. A record at or below the last position applied for its offsets-topic
 partition is ignored, so at-least-once delivery and replays after a restart change nothing, and
-cutting the stream into any micro-batches gives the same states and the same events.
+cutting the stream into any micro-batches gives the same states and the same events. A group's
+coordinator partition is the partition its records come from: Kafka writes every record of a group
+to `partitionFor(group)` of however many partitions the topic has.
 
 Records are `coordinator.records.Record` objects or canonical dicts; only `type`, `key` and
 `value` are read.
@@ -121,6 +123,7 @@ def apply_parts(state: GroupState | None, rtype: int, key: dict[str, Any], value
     pos = Position(partition, offset, timestamp_ms)
     events: list[Event] = []
     state.positions[partition] = offset
+    state.coordinator_partition = partition
     state.updated_ms = timestamp_ms
     if value is None and (rtype == 2 or rtype in GROUP_TOMBSTONE_TYPES):
         if not state.dead:
@@ -151,6 +154,7 @@ def _apply_offset(state: GroupState | None, key: dict[str, Any], value: dict[str
         if state.dead and value is not None:
             state = _after_death(state, None, ctx)
     state.positions[partition] = offset
+    state.coordinator_partition = partition
     state.updated_ms = timestamp_ms
     events: list[Event] = []
     apply_offset_record(state, key, value, Position(partition, offset, timestamp_ms), ctx, events, producer_id,

@@ -150,8 +150,12 @@ def test_bad_input_is_a_clear_error():
         GroupStore(num_partitions=0)
 
 
-def test_coordinator_partition_follows_the_offsets_topic_size():
-    for partitions, expected in ((50, 27), (7, partition_for("testgroup", 7))):
-        store = GroupStore(num_partitions=partitions)
-        store.apply(offset_commit("testgroup", "t", 0, 1, 1), partition=0, offset=0, timestamp_ms=1)
-        assert store.groups()["testgroup"].to_dict()["coordinator_partition"] == expected
+def test_coordinator_partition_is_the_partition_the_records_land_in():
+    # Kafka writes a group's records to partitionFor(group) of the topic's own partition count,
+    # which the reducer need not know: the records say it.
+    for partitions in (50, 10, 7):
+        where = partition_for("testgroup", partitions)
+        store = GroupStore()
+        store.apply(offset_commit("testgroup", "t", 0, 1, 1), partition=where, offset=0, timestamp_ms=1)
+        assert store.groups()["testgroup"].to_dict()["coordinator_partition"] == where
+    assert len({partition_for("testgroup", n) for n in (50, 10, 7)}) == 3  # the counts tell apart
