@@ -327,13 +327,23 @@ class MonitorView:
         if group.snapshot is not None:
             group.snapshot = dict(group.snapshot, state="Dead", members=[])
 
+    def _snapshot_knows(self, name: str, event: Mapping[str, Any]) -> bool:
+        """Whether the group's snapshot was taken after `event`: it then says itself whether the
+        group is Dead. A tombstone and the group's next records (a conversion, or a group created
+        again under the same name) often share a micro-batch, whose snapshot is the revived
+        group's; the deletion must not bury it."""
+        group = self.groups.get(name)
+        snapshot = group.snapshot if group is not None else None
+        return snapshot is not None and (snapshot.get("updated_ms") or 0) >= (event.get("timestamp_ms") or 0)
+
     def _apply_event(self, event: Mapping[str, Any], now: float) -> None:
         kind = event.get("event")
         name = event.get("group")
         if name is None:
             return
         if kind == "group_deleted":
-            self._mark_dead(name, now)
+            if not self._snapshot_knows(name, event):
+                self._mark_dead(name, now)
             return
         group = self._group(name)
         if kind == "rebalance":

@@ -44,8 +44,14 @@ SIMPLE = tuple(f"cmp-simple-{i}" for i in range(6))
 GONE = "cmp-gone"            # deleted before compaction
 TRIMMED = SIMPLE[0]          # loses MANY_TOPIC partition 0's offset
 LIVE = {"cmp-classic": ("classic", "range"), "cmp-kip848": ("consumer", "uniform")}
-GROUPS = (COPIER_GROUP, PY_GROUP, *SIMPLE, GONE, *LIVE)
+# Converted between the protocols and back before compaction: one keeps a classic member
+# throughout, the other converts while empty (so each conversion is a tombstone and the other
+# kind's records, which the cleaner later leaves out of order or without their tombstones).
+CONVERTED, CONVERTED_EMPTY = "cmp-convert", "cmp-convert-empty"
+GROUPS = (COPIER_GROUP, PY_GROUP, *SIMPLE, GONE, *LIVE, CONVERTED, CONVERTED_EMPTY)
 QUIET_TIMEOUT_S = 90.0
+# Not Kafka's default of 50: a group's coordinator partition must be where its records land.
+OFFSETS_PARTITIONS = 10
 
 
 def _until(what: str, check, timeout_s: float, poll_s: float = 0.5):
@@ -122,6 +128,51 @@ class Committer:
             consumer.close(autocommit=False)
 
 
+def _group_type(broker: KafkaBroker, group: str) -> str | None:
+    """The group's type as ListGroups shows it; None while unknown (also while the coordinator
+    is still loading its partitions: the caller asks again)."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import CoordinatorLoadInProgressError
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        return next((g["group_type"] for g in admin.list_groups() if g["group_id"] == group), None)
+    except CoordinatorLoadInProgressError:
+        return None
+    finally:
+        admin.close()
+
+
+def _members_of(members: Members, group: str) -> int:
+    return len(members.describe([group])[group].get("members") or ())
+
+
+def _convert_both_ways(broker: KafkaBroker, members: Members) -> None:
+    """CONVERTED: a classic member, joined by a consumer-protocol member (the group becomes a
+    consumer group), which leaves (back to classic, the classic member still in it).
+    CONVERTED_EMPTY: the same conversions while the group is empty, each after its members left
+    (an empty classic group takes a consumer-protocol member, an empty consumer group a classic
+    one); every member commits before it leaves."""
+    def become(group: str, group_type: str, count: int) -> None:
+        _until(f"{group} a {group_type} group of {count} members",
+               lambda: _group_type(broker, group) == group_type and _members_of(members, group) == count, 60)
+
+    members.start("cv-a", CONVERTED, DATA_TOPIC, "classic", "range")
+    become(CONVERTED, "classic", 1)
+    members.start("cv-b", CONVERTED, DATA_TOPIC, "consumer", "uniform")
+    become(CONVERTED, "consumer", 2)
+    time.sleep(2.0)  # a commit or two of both members
+    members.stop("cv-b", wait=True)
+    become(CONVERTED, "classic", 1)
+    for name, protocol, assignor in (("cv-c", "classic", "range"), ("cv-d", "consumer", "uniform"),
+                                     ("cv-e", "classic", "range")):
+        members.start(name, CONVERTED_EMPTY, DATA_TOPIC, protocol, assignor)
+        become(CONVERTED_EMPTY, protocol, 1)
+        time.sleep(2.0)
+        members.stop(name, wait=True)
+        become(CONVERTED_EMPTY, protocol, 0)
+
+
 # -- reading both sides ----------------------------------------------------------------------
 
 def _quiet_views(job: GroupscopeJob, broker: KafkaBroker, members: Members) -> tuple[Views, Views]:
@@ -155,6 +206,36 @@ def _count_records(broker: KafkaBroker, topic: str, isolation: str) -> int:
         consumer.close()
 
 
+def _landing_partitions(broker: KafkaBroker) -> dict[str, set[int]]:
+    """group -> the `__consumer_offsets` partitions its records are in, as read back from Kafka."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    from coordinator.records import decode
+
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False,
+                             auto_offset_reset="earliest")
+    try:
+        partitions = [TopicPartition(OFFSETS_TOPIC, p) for p in range(OFFSETS_PARTITIONS)]
+        consumer.assign(partitions)
+        # Up to the end seen now: the live members keep committing.
+        ends = consumer.end_offsets(partitions)
+        landed: dict[str, set[int]] = {}
+        deadline = time.monotonic() + 60
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            assert time.monotonic() < deadline, "reading __consumer_offsets to its end took over 60 s"
+            for records in consumer.poll(timeout_ms=1000).values():
+                for message in records:
+                    key = decode(message.key, message.value).key
+                    landed.setdefault(key.get("group", key.get("group_id")), set()).add(message.partition)
+        return landed
+    finally:
+        consumer.close()
+
+
+def _coordinator_partitions(job: GroupscopeJob) -> dict[str, str]:
+    return {dict(k)["group"]: dict(k)["coordinator_partition"] for k in job.scrape()["kafka_consumergroup_info"]}
+
+
 def _cleaned_partitions(broker: KafkaBroker) -> set[int]:
     """`__consumer_offsets` partitions the log cleaner reports having cleaned."""
     return {int(n) for n in re.findall(rf"[Cc]leaned log {OFFSETS_TOPIC}-(\d+)", broker.log())}
@@ -177,8 +258,9 @@ def _compact_offsets_topic(broker: KafkaBroker, committer: Committer, partitions
     pokes = {}
     for i in range(10_000):
         name = f"cmp-poke-{i}"
-        if partition_for(name) in partitions and partition_for(name) not in pokes:
-            pokes[partition_for(name)] = name
+        where = partition_for(name, OFFSETS_PARTITIONS)
+        if where in partitions and where not in pokes:
+            pokes[where] = name
         if len(pokes) == len(partitions):
             break
     poker = Committer(broker, tuple(pokes.values()))
@@ -196,7 +278,7 @@ def _compact_offsets_topic(broker: KafkaBroker, committer: Committer, partitions
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("txn-compaction")
-    broker = start_kafka("4.4.0")
+    broker = start_kafka("4.4.0", extra_props={"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS)})
     jobs: list[GroupscopeJob] = []
     members = committer = None
     try:
@@ -215,6 +297,7 @@ def run(tmp_path_factory):
         for group, (protocol, assignor) in LIVE.items():
             for i in range(2):
                 members.start(f"{group}-m{i}", group, DATA_TOPIC, protocol, assignor)
+        _convert_both_ways(broker, members)
         _py_transactions(broker)
         copier_out = _run_copier(broker, root / "copier.jsonl")
 
@@ -233,7 +316,8 @@ def run(tmp_path_factory):
 
         before_kafka, before_ours = _quiet_views(jobs[0], broker, members)
         history = read_history(jobs[0].history_path, "snapshots")
-        partitions = {partition_for(g) for g in GROUPS}
+        landed, labelled = _landing_partitions(broker), _coordinator_partitions(jobs[0])
+        partitions = {partition_for(g, OFFSETS_PARTITIONS) for g in GROUPS}
         _compact_offsets_topic(broker, committer, partitions)
 
         jobs.append(start_groupscope_job(broker.bootstrap, root / "job-after"))
@@ -241,7 +325,7 @@ def run(tmp_path_factory):
         first_job_now = groupscope_views(jobs[0], GROUPS)
         output = {level: _count_records(broker, OUT_TOPIC, level)
                   for level in ("read_committed", "read_uncommitted")}
-        yield {"broker": broker, "copier": copier_out, "output": output, "history": history,
+        yield {"landed": landed, "labelled": labelled, "broker": broker, "copier": copier_out, "output": output, "history": history,
                "before": (before_kafka, before_ours), "after": (after_kafka, after_ours),
                "first_job_after": first_job_now, "cleaned": _cleaned_partitions(broker) & partitions}
     finally:
@@ -294,8 +378,18 @@ def test_job_before_compaction_matches_kafka(run):
     assert differences(kafka, ours, GROUPS) == []
 
 
+def test_coordinator_partitions_are_where_kafka_wrote_the_groups(run):
+    """On a cluster with 10 offsets partitions, each group's coordinator_partition label names the
+    partition its records are in (Kafka's partitionFor over the topic's own partition count)."""
+    landed = {g: run["landed"][g] for g in GROUPS}
+    assert all(len(parts) == 1 for parts in landed.values()), landed
+    assert {g: str(next(iter(landed[g]))) for g in GROUPS} == {g: run["labelled"][g] for g in GROUPS}
+    assert {next(iter(parts)) for parts in landed.values()} <= set(range(OFFSETS_PARTITIONS))
+    assert any(partition_for(g, 50) >= OFFSETS_PARTITIONS for g in GROUPS)  # the default would be wrong
+
+
 def test_cleaner_compacted_the_groups_partitions(run):
-    assert run["cleaned"] == {partition_for(g) for g in GROUPS}
+    assert run["cleaned"] == {partition_for(g, OFFSETS_PARTITIONS) for g in GROUPS}
 
 
 def test_job_on_compacted_topic_matches_kafka(run):

@@ -263,6 +263,24 @@ def test_deleted_group_shows_dead_then_disappears(served, clock):
     assert value(s, "kafka_consumergroup_members", group="other") == 0
 
 
+def test_a_deletion_the_batch_snapshot_outlived_keeps_the_group(served, clock):
+    # A conversion (or a group created again) in one micro-batch: the tombstone's event and the
+    # snapshot of the group its next records made. The snapshot is the newer word.
+    view, port = served(dead_grace_s=60.0)
+    view.update_groups([snapshot("conv", [], [("orders", 3, 5, T0 - 1)], state="Empty", updated_s=T0)])
+    view.apply_events([{"event": "group_deleted", "group": "conv", "timestamp_ms": int(T0 * 1000),
+                        "partition": 12, "offset": 99}])
+    s = parse(scrape(port)[1])
+    assert value(s, "kafka_consumergroup_info", group="conv", group_type="classic", protocol_type="consumer",
+                 protocol="range", state="Empty", coordinator_partition="12") == 1
+    assert value(s, "kafka_consumergroup_committed_offset", group="conv", topic="orders", partition="3") == 5
+    # a deletion after the snapshot still buries it
+    view.apply_events([{"event": "group_deleted", "group": "conv", "timestamp_ms": int(T0 * 1000) + 1,
+                        "partition": 12, "offset": 100}])
+    s = parse(scrape(port)[1])
+    assert not any(dict(k)["group"] == "conv" for k in s.get("kafka_consumergroup_committed_offset", {}))
+
+
 def test_dead_snapshot_with_no_grace_removes_at_once(served, clock):
     view, port = served(dead_grace_s=0.0)
     feed_orders_group(view, clock)
