@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 
 log = logging.getLogger("groupscope.job")
 
 # Where Spark keeps that operator's state.
 _STATE_DIR = "state/0"
 STATE_LAYOUT_FILE = "state-layout.json"
+LINEAGE_FILE = "lineage.json"
 LEGACY_STATE_SHARDS = 64
 
 
@@ -59,3 +61,24 @@ def state_shards(spark, checkpoint_path: str, default: int) -> int:
     finally:
         stream.close()
     return shards
+
+
+def checkpoint_lineage(spark, checkpoint_path: str) -> str:
+    """An id of this checkpoint, made when it is first used and gone with it: a deleted
+    checkpoint starts its micro-batch ids from 0 again, and the history must tell its batches
+    from the old checkpoint's (streaming.job.history `batch_base`)."""
+    root = checkpoint_path.rstrip("/")
+    fs, path = hadoop_fs_path(spark, f"{root}/{LINEAGE_FILE}")
+    if fs.exists(path):
+        text = _read(spark, fs, path).decode("utf-8", "replace")
+        try:
+            return str(json.loads(text)["id"])
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"{root}/{LINEAGE_FILE} is not groupscope's: {text[:80]!r}") from None
+    lineage = uuid.uuid4().hex
+    stream = fs.create(path, True)
+    try:
+        stream.write(json.dumps({"id": lineage}).encode())
+    finally:
+        stream.close()
+    return lineage

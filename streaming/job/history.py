@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from streaming.job.history_files import SUFFIXES, read_files, rows_table, write_whole
 from streaming.job.history_layout import (batch_name, day_files, day_folder, day_of, days,
-                                          visible_files)
+                                          highest_batch, visible_files)
 
 # Events worth keeping: offset commits are the bulk of the log and live in the snapshots instead.
 HISTORY_EVENTS = frozenset({"rebalance", "rebalance_downtime", "member_joined", "member_left",
@@ -30,14 +30,44 @@ HISTORY_EVENTS = frozenset({"rebalance", "rebalance_downtime", "member_joined", 
 _ROW_COLUMNS = ("group", "ts_ms", "kind", "payload")
 
 
+_LINEAGES_FILE = "lineages.json"
+
+
+def batch_base(path: str, lineage: str) -> int:
+    """What the history adds to the micro-batch ids of the checkpoint `lineage`
+    (streaming.job.checkpoint_layout `checkpoint_lineage`). A checkpoint started anew numbers its
+    batches from 0 again; written as they are, they would overwrite the old checkpoint's files of
+    the same day, or fall inside a compacted part's range and never be read. The first checkpoint
+    a history sees keeps its ids (a history written before lineages existed continues as it was);
+    each later one starts above every id the history holds."""
+    record = os.path.join(path, _LINEAGES_FILE)
+    try:
+        with open(record, encoding="utf-8") as fh:
+            bases: dict[str, int] = json.load(fh)
+    except FileNotFoundError:
+        bases = {}
+    if lineage in bases:
+        return int(bases[lineage])
+    highest = highest_batch(path) if bases else None
+    bases[lineage] = 0 if highest is None else highest + 1
+    os.makedirs(path, exist_ok=True)
+    temp = record + ".tmp"
+    with open(temp, "w", encoding="utf-8") as fh:
+        json.dump(bases, fh)
+    os.replace(temp, record)
+    return bases[lineage]
+
+
 @dataclass
 class HistoryWriter:
     path: str
     format: str = "parquet"
     after_write: Callable[[int], None] | None = None  # e.g. HistoryMaintenance.after_batch
+    batch_base: int = 0  # `batch_base` of the job's checkpoint
 
     def write(self, batch_id: int, kind: str, rows: Iterable[tuple[str, int, str, str]]) -> int:
         """Write rows (group, ts_ms, kind, payload JSON) of one micro-batch; returns the count."""
+        batch_id += self.batch_base
         by_day: dict[str, list[tuple[str, int, str, str]]] = {}
         for row in rows:
             by_day.setdefault(day_of(row[1]), []).append(row)

@@ -104,3 +104,20 @@ def day_files(path: str, kind: str, day: str) -> DayFiles:
 def visible_files(path: str, kind: str, first: str | None = None,
                   last: str | None = None) -> list[str]:
     return [f for day in days(path, kind, first, last) for f in day_files(path, kind, day).visible()]
+
+
+def highest_batch(path: str) -> int | None:
+    """The highest micro-batch id any file of the history holds (a part counts its last)."""
+    highest = None
+    for kind in KINDS:
+        for day in days(path, kind):
+            try:
+                names = os.listdir(day_folder(path, kind, day))
+            except FileNotFoundError:
+                continue  # expired meanwhile
+            for name in names:
+                batch, part = _BATCH.match(name), _PART.match(name)
+                last = int(batch.group(1)) if batch else int(part.group(2)) if part else None
+                if last is not None and (highest is None or last > highest):
+                    highest = last
+    return highest

@@ -19,12 +19,12 @@ from typing import Any, Callable, Mapping
 from coordinator import compact_json
 from streaming.config import Config
 from streaming.job.batch_timing import BatchDurations
-from streaming.job.checkpoint_layout import state_shards
+from streaming.job.checkpoint_layout import checkpoint_lineage, state_shards
 from streaming.errors import UserError
 from streaming.pipeline.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.gc_pause import collector_paused
 from streaming.job.state_restore import committed_snapshots
-from streaming.job.history import HISTORY_EVENTS, HistoryWriter
+from streaming.job.history import HISTORY_EVENTS, HistoryWriter, batch_base
 from streaming.job.history_maintenance import HistoryMaintenance
 from streaming.job.history_totals import restore
 from streaming.job.settings import (exporter_settings, offsets_client_factory, poller_settings,
@@ -345,9 +345,11 @@ class Job:
             log.info("restored %d groups from the checkpoint's state", len(state))
         if config.history.path:
             settings = config.history
+            lineage = checkpoint_lineage(self.spark, config.checkpoint.path)
             history = HistoryWriter(settings.path, settings.format,
                                     HistoryMaintenance(settings.path, settings.format,
-                                                       settings.retention).after_batch)
+                                                       settings.retention).after_batch,
+                                    batch_base(settings.path, lineage))
             restored = restore_view(self.view, config.history.path, snapshots=state is None)
             if restored:
                 log.info("restored %d events from the history at %s", restored, config.history.path)

@@ -10,7 +10,8 @@ import pytest
 from tests.support.job_support import (mixed_timeline, reference_groups, replay_config, replay_to_end,
                          timeline_lines, write_capture)
 from streaming.pipeline import shard_state
-from streaming.job.checkpoint_layout import LEGACY_STATE_SHARDS, STATE_LAYOUT_FILE, state_shards
+from streaming.job.checkpoint_layout import (LEGACY_STATE_SHARDS, STATE_LAYOUT_FILE, checkpoint_lineage,
+                                             state_shards)
 from streaming.job.history import read_history
 from streaming.job.lifecycle import Job, OffsetsTopicProgress
 from streaming.job.session import state_partitions
@@ -120,3 +121,9 @@ def test_a_restart_keeps_the_shard_count_the_checkpoint_started_with(spark, tmp_
     last = {r["group"]: r["payload"] for r in read_history(str(tmp_path / "history"), "snapshots")}
     expected = reference_groups(tl)
     assert {name: last[name] for name in expected} == expected
+
+
+def test_a_checkpoint_keeps_its_lineage_and_a_new_one_gets_another(spark, tmp_path):
+    first = checkpoint_lineage(spark, str(tmp_path / "a"))
+    assert checkpoint_lineage(spark, str(tmp_path / "a")) == first
+    assert checkpoint_lineage(spark, str(tmp_path / "b")) != first

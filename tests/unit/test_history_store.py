@@ -18,7 +18,7 @@ from streaming.exporter.evaluation import build_families
 from streaming.exporter.exposition import render_text
 from streaming.exporter.view import MonitorView
 from streaming.job import history_compaction, history_files, history_layout
-from streaming.job.history import HistoryWriter, latest_snapshots, read_history, unique_events
+from streaming.job.history import HistoryWriter, batch_base, latest_snapshots, read_history, unique_events
 from streaming.job.history_compaction import CRASH_POINT_VARIABLE
 from streaming.job.history_layout import day_files, days
 from streaming.job.history_maintenance import HistoryMaintenance, maintain
@@ -127,6 +127,30 @@ def test_a_batch_run_again_inside_a_compacted_range_adds_nothing(tmp_path):
     before = everything(history)
     write_days(history, 4, T0 + 4 * 60_000, 1, 60_000, seed=99)  # batch 4 again, other rows
     assert everything(history) == before
+
+
+def test_a_new_checkpoint_numbers_its_batches_above_the_history(tmp_path):
+    # A deleted checkpoint starts again at micro-batch 0: its rows must not fall inside the old
+    # checkpoint's compacted parts, nor overwrite its batch files of the same day.
+    history = str(tmp_path)
+    assert batch_base(history, "first") == 0
+    end = write_days(history, 0, T0, 10, 60_000)
+    maintain(history, "parquet", bound=10**9, now_s=(T0 + DAY_MS) / 1000.0, retention_s=0)
+    write_days(history, end, T0 + 20 * 60_000, 2, 60_000, seed=3)  # batch files beside the part
+    old_events, old_snapshots = everything(history)
+    base = batch_base(history, "second")
+    assert base == end + 2 and batch_base(history, "second") == base and batch_base(history, "first") == 0
+    rng = random.Random(5)
+    new_row = _event("rebalance", "group-new", T0 + 30 * 60_000, 5, rng)
+    writer = HistoryWriter(history, "parquet", batch_base=base)
+    writer.write(0, "events", [new_row])
+    writer.write(0, "snapshots", [_snapshot("group-new", T0 + 30 * 60_000, 1)])
+    events, snapshots = everything(history)
+    assert [r for r in events if r["group"] == "group-new"] != []
+    assert [r for r in events if r["group"] != "group-new"] == old_events
+    assert [r for r in snapshots if r["group"] != "group-new"] == old_snapshots
+    maintain(history, "parquet", bound=base + 1, now_s=(T0 + DAY_MS) / 1000.0, retention_s=0)
+    assert everything(history) == (events, snapshots)
 
 
 def test_retention_deletes_whole_old_days_and_the_counters_keep_them(tmp_path):
