@@ -37,6 +37,14 @@ def _read(spark, fs, path) -> bytes:
         stream.close()
 
 
+def _write(fs, path, record: dict) -> None:
+    stream = fs.create(path, True)
+    try:
+        stream.write(json.dumps(record).encode())
+    finally:
+        stream.close()
+
+
 def state_shards(spark, checkpoint_path: str, default: int) -> int:
     """The number of state shards of the checkpoint at `checkpoint_path` (the job's
     `checkpoint.path`): the one it recorded, LEGACY_STATE_SHARDS for one that holds state but
@@ -55,11 +63,7 @@ def state_shards(spark, checkpoint_path: str, default: int) -> int:
         return shards
     state_fs, state = hadoop_fs_path(spark, f"{root}/query/{_STATE_DIR}")
     shards = LEGACY_STATE_SHARDS if state_fs.exists(state) else default
-    stream = fs.create(layout, True)
-    try:
-        stream.write(json.dumps({"state_shards": shards}).encode())
-    finally:
-        stream.close()
+    _write(fs, layout, {"state_shards": shards})
     return shards
 
 
@@ -76,9 +80,5 @@ def checkpoint_lineage(spark, checkpoint_path: str) -> str:
         except (ValueError, KeyError, TypeError):
             raise ValueError(f"{root}/{LINEAGE_FILE} is not groupscope's: {text[:80]!r}") from None
     lineage = uuid.uuid4().hex
-    stream = fs.create(path, True)
-    try:
-        stream.write(json.dumps({"id": lineage}).encode())
-    finally:
-        stream.close()
+    _write(fs, path, {"id": lineage})
     return lineage
