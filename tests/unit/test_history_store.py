@@ -278,3 +278,25 @@ def test_history_retention_is_a_duration_of_at_least_a_day(tmp_path):
     assert load_config(env={"GROUPSCOPE_HISTORY__RETENTION": "0"}).history.retention == 0
     with pytest.raises(UserError, match="history.retention"):
         load_config(env={"GROUPSCOPE_HISTORY__RETENTION": "6h"})
+
+
+def test_duckdb_reads_a_groups_rows_as_read_history_does(tmp_path):
+    # What a user runs against the folder with no groupscope at hand: hive partitioning gives
+    # the date column, and compacted parts and batch files alike are read once each.
+    import duckdb
+
+    history = str(tmp_path)
+    end = write_days(history, 0, T0, 90, 3_000_000)
+    maintain(history, "parquet", bound=80, now_s=(T0 + 2 * DAY_MS + 1000) / 1000.0, retention_s=0)
+    write_days(history, end, T0 + 2 * DAY_MS + 5_000, 3, 60_000, seed=5)
+    since = T0 + DAY_MS
+    for kind in ("events", "snapshots"):
+        got = duckdb.sql(
+            f"SELECT \"group\", ts_ms, kind, payload, CAST(date AS VARCHAR) AS date "
+            f"FROM read_parquet('{history}/{kind}/*/*.parquet', hive_partitioning = true) "
+            f"WHERE \"group\" = 'group-03' AND ts_ms >= {since}").fetchall()
+        expected = read_history(history, kind, group="group-03", since_ms=since)
+        assert len(got) == len(expected) > 0
+        assert sorted(row[:4] for row in got) == sorted(
+            (r["group"], r["ts_ms"], r["kind"], json.dumps(r["payload"])) for r in expected)
+        assert all(row[4] == history_layout.day_of(row[1]) for row in got)
