@@ -135,6 +135,17 @@ class LagConfig:
 class GroupsConfig:
     expire_after: float = _duration(7 * 86400.0, "groups without a commit for this long disappear")
     dead_grace: float = _duration(300.0, "a deleted (Dead) group's series stay this long")
+    include: list[str] = _key([], "regular expressions: only groups whose whole id matches one are "
+                              "served (empty: every group)")
+    exclude: list[str] = _key([], "regular expressions: groups whose whole id matches one are not served")
+
+
+@dataclass(frozen=True)
+class TopicsConfig:
+    include: list[str] = _key([], "regular expressions: only committed offsets of topics whose whole "
+                              "name matches one are served (empty: every topic)")
+    exclude: list[str] = _key([], "regular expressions: committed offsets of matching topics are "
+                              "not served")
 
 
 @dataclass(frozen=True)
@@ -171,6 +182,7 @@ class Config:
     exporter: ExporterConfig = field(default_factory=ExporterConfig)
     lag: LagConfig = field(default_factory=LagConfig)
     groups: GroupsConfig = field(default_factory=GroupsConfig)
+    topics: TopicsConfig = field(default_factory=TopicsConfig)
     status: StatusConfig = field(default_factory=StatusConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     trigger: TriggerConfig = field(default_factory=TriggerConfig)
@@ -371,10 +383,23 @@ def validate(config: Config) -> None:
         raise UserError("config keys exporter.basic_auth.username and .password: set both or neither")
     if config.trigger.interval <= 0 or config.lag.poll_interval <= 0:
         raise UserError("config keys trigger.interval and lag.poll_interval: must be above zero")
+    for section in ("groups", "topics"):
+        for which in ("include", "exclude"):
+            try:
+                selection(getattr(getattr(config, section), which))
+            except ValueError as exc:
+                raise UserError(f"config key {section}.{which}: {exc}") from None
     status = config.status
     if status.window_size < 1 or not 0 <= status.min_complete <= 1 or status.allowed_lag < 0:
         raise UserError("config section status: window_size >= 1, 0 <= min_complete <= 1 and "
                         "allowed_lag >= 0 are required")
+
+
+def selection(patterns: list[str], exclude: list[str] = ()):
+    """groups.include/exclude or topics.include/exclude as the view's Selection."""
+    from streaming.exporter.selection import Selection
+
+    return Selection(tuple(patterns), tuple(exclude))
 
 
 def _validate_simulator(simulator: SimulatorConfig) -> None:

@@ -18,6 +18,7 @@ from coordinator.status import Commit, CommitWindow, StatusSettings
 from coordinator.timelag import DEFAULT_TABLE_SIZE, OffsetTimeline
 from streaming.exporter.catalog import COMPAT_TARGETS
 from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, Histogram
+from streaming.exporter.selection import EVERYTHING, Selection
 
 TopicPartition = tuple[str, int]
 
@@ -32,6 +33,8 @@ class ViewSettings:
     time_table_size: int = DEFAULT_TABLE_SIZE  # lag.time_table_size
     status: StatusSettings = field(default_factory=StatusSettings)
     compat: tuple[str, ...] = ()         # metrics.compat
+    groups: Selection = EVERYTHING       # groups.include, groups.exclude
+    topics: Selection = EVERYTHING       # topics.include, topics.exclude
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.compat if name not in COMPAT_TARGETS]
@@ -259,8 +262,14 @@ class MonitorView:
             group = self.groups[name] = GroupRecord(name)
         return group
 
+    def tracks(self, group: str) -> bool:
+        """Whether `group` is one the monitor serves (groups.include / groups.exclude)."""
+        return group in self.settings.groups
+
     def _apply_snapshot(self, snapshot: Mapping[str, Any], now: float) -> None:
         name = snapshot["group"]
+        if name not in self.settings.groups:
+            return
         if snapshot.get("state") == "Dead":
             self._mark_dead(name, now)
             return
@@ -277,7 +286,10 @@ class MonitorView:
         group.owners = self._owners(snapshot)
         activity = (snapshot.get("updated_ms") or 0) / 1000.0
         seen: set[TopicPartition] = set()
+        topics = self.settings.topics
         for entry in snapshot.get("offsets") or []:
+            if not topics.everything and entry["topic"] not in topics:
+                continue
             key = (entry["topic"], int(entry["partition"]))
             seen.add(key)
             commit_s = entry["commit_timestamp_ms"] / 1000.0
@@ -339,7 +351,7 @@ class MonitorView:
     def _apply_event(self, event: Mapping[str, Any], now: float) -> None:
         kind = event.get("event")
         name = event.get("group")
-        if name is None:
+        if name is None or name not in self.settings.groups:
             return
         if kind == "group_deleted":
             if not self._snapshot_knows(name, event):
@@ -371,7 +383,7 @@ class MonitorView:
         topic = event.get("topic")
         partition = event.get("partition_id")
         offset = event.get("committed_offset")
-        if topic is None or partition is None or offset is None:
+        if topic is None or partition is None or offset is None or topic not in self.settings.topics:
             return
         commit_ms = event.get("commit_timestamp_ms", event.get("timestamp_ms"))
         commit_s = commit_ms / 1000.0

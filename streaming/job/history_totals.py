@@ -127,6 +127,8 @@ def load_counters(view: MonitorView, groups: Mapping[str, Mapping[str, Any]]) ->
     predates, and the last is predated whenever an earlier one is)."""
     with view.lock:
         for name, counters in groups.items():
+            if not view.tracks(name):
+                continue
             record = view._group(name)  # the view's own way to start a group it tracks
             record.rebalances += counters["rebalances"]
             record.partitions_moved += counters["partitions_moved"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from coordinator.status import StatusSettings
+from streaming.config import selection
 from streaming.exporter.end_offset_poller import PollerSettings
 from streaming.exporter.server import ExporterSettings
 from streaming.exporter.view import ViewSettings
@@ -26,7 +27,9 @@ def view_settings(config) -> ViewSettings:
                               allowed_lag=status.allowed_lag,
                               min_distance_s=status.min_distance,
                               recent_catch_up_s=status.recent_catch_up),
-        compat=tuple(config.metrics.compat))
+        compat=tuple(config.metrics.compat),
+        groups=selection(config.groups.include, config.groups.exclude),
+        topics=selection(config.topics.include, config.topics.exclude))
 
 
 def exporter_settings(config) -> ExporterSettings:
