@@ -75,6 +75,9 @@ class SourceConfig:
     kafka: dict[str, str] = _key({}, "client settings passed through (security.protocol, "
                                  "sasl.*, ssl.*), Kafka's dotted names")
     replay_path: Union[str, None] = _key(None, "capture file read by the replay source")
+    partitions: list[int] = _key([], "only these partitions of the topic (empty: all): a shard "
+                                 "of the estate, since Kafka keeps every record of a group in one "
+                                 "partition (docs/operations.md)")
 
 
 @dataclass(frozen=True)
@@ -303,6 +306,8 @@ def _convert(hint: Any, value: Any, key: str, metadata: Mapping) -> Any:
             value = [item.strip() for item in value.split(",") if item.strip()]
         if not isinstance(value, list):
             raise UserError(f"config key {key}: expected a list, got {_kind(value)}")
+        if typing.get_args(hint) == (int,):
+            return [_integer(v, f"{key}[{i}]") for i, v in enumerate(value)]
         return [_scalar_text(v, f"{key}[{i}]") for i, v in enumerate(value)]
     if hint is bool:
         if isinstance(value, bool):
@@ -321,6 +326,15 @@ def _convert(hint: Any, value: Any, key: str, metadata: Mapping) -> Any:
             return str(value)
         raise UserError(f"config key {key}: expected a string, got {_kind(value)}")
     raise TypeError(f"unsupported config type {hint!r} for {key}")
+
+
+def _integer(value: Any, key: str) -> int:
+    """An integer, or its digits (a comma-separated environment variable gives text)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise UserError(f"config key {key}: expected an integer, got {_kind(value)} {value!r}")
 
 
 def _scalar_text(value: Any, key: str) -> str:
@@ -365,6 +379,14 @@ def validate(config: Config) -> None:
     _one_of("spark.local_tuning", config.spark.local_tuning, LOCAL_TUNING)
     for name in config.metrics.compat:
         _one_of("metrics.compat", name, METRIC_COMPAT)
+    if source.partitions:
+        if source.type not in ("kafka-python", "kafka"):
+            raise UserError("config key source.partitions: only the kafka-python and kafka sources "
+                            "read a subset of partitions")
+        if any(isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in source.partitions) \
+                or len(set(source.partitions)) != len(source.partitions):
+            raise UserError(f"config key source.partitions: distinct partition numbers (>= 0) "
+                            f"expected, got {source.partitions!r}")
     if source.type == "replay" and not source.replay_path:
         raise UserError("config key source.replay_path: required when source.type is replay")
     _validate_simulator(config.simulator)

@@ -307,12 +307,13 @@ class Job:
 
     def _kafka_progress_target(self) -> Callable[[], Mapping[int, int]]:
         topic = self.config.source.topic
+        shard = set(self.config.source.partitions)
 
         def target() -> Mapping[int, int]:
             client = self._progress_client
             if client is None:
                 client = self._progress_client = self._offsets_client_factory()
-            partitions = client.partitions(topic)
+            partitions = [p for p in client.partitions(topic) if not shard or p in shard]
             return client.latest(topic, partitions) if partitions else {}
 
         return target

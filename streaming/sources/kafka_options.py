@@ -6,6 +6,8 @@ underscores (`kafka.security.protocol` -> `security_protocol`, `kafka.ssl.cafile
 """
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -16,7 +18,7 @@ CLIENTS = ("kafka-python", "confluent")
 DEFAULT_TOPIC = "__consumer_offsets"
 
 # Options the source itself understands (lower-cased, as Spark hands them over).
-_OWN = {"topic", "subscribe", "startingoffsets", "maxrecordspertrigger", "maxoffsetspertrigger",
+_OWN = {"topic", "subscribe", "assign", "startingoffsets", "maxrecordspertrigger", "maxoffsetspertrigger",
         "client", "recordspersplit", "recordspertask", "failondataloss", "fetchtimeoutms"}
 
 
@@ -34,6 +36,7 @@ class KafkaSourceOptions:
     records_per_task: int = 500_000
     read: ReadSettings = ReadSettings()
     client_options: Mapping[str, str] = field(default_factory=dict)  # the `kafka.*` options, prefix cut
+    partitions: tuple[int, ...] | None = None  # `assign`: these partitions only (None: all)
 
     @property
     def isolation_level(self) -> str:
@@ -83,7 +86,8 @@ def parse_options(options: Mapping[str, str]) -> KafkaSourceOptions:
     bootstrap = client_options.get("bootstrap.servers") or ""
     if not bootstrap:
         raise ValueError("option kafka.bootstrap.servers is required")
-    topic = opts.get("topic") or opts.get("subscribe") or DEFAULT_TOPIC
+    topic, partitions = _assigned(opts["assign"]) if "assign" in opts else (None, None)
+    topic = topic or opts.get("topic") or opts.get("subscribe") or DEFAULT_TOPIC
     starting = opts.get("startingoffsets", "earliest")
     parse_starting_offsets(starting, topic)
     client = opts.get("client", "kafka-python")
@@ -102,7 +106,22 @@ def parse_options(options: Mapping[str, str]) -> KafkaSourceOptions:
             timeout_s=_positive("fetchTimeoutMs", opts.get("fetchtimeoutms", "300000")) / 1000,
             fail_on_data_loss=str(opts.get("failondataloss", "false")).lower() == "true"),
         client_options=client_options,
+        partitions=partitions,
     )
+
+
+def _assigned(text: str) -> tuple[str, tuple[int, ...]]:
+    """Spark's `assign` option, `{"<topic>": [0, 1]}`: one topic here."""
+    try:
+        parsed = json.loads(text)
+        ((topic, partitions),) = parsed.items()
+        if not partitions or not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0
+                                     for p in partitions):
+            raise ValueError
+    except (ValueError, AttributeError, TypeError):
+        raise ValueError(f'option assign must be JSON {{"<topic>": [0, 1, ...]}} with one topic, '
+                         f"got {text!r}") from None
+    return topic, tuple(sorted(set(partitions)))
 
 
 def _positive(name: str, text: str) -> int:
@@ -120,7 +139,8 @@ def spark_kafka_options(source) -> dict[str, str]:
     `groupscope-kafka` accepts the same names, so both sources are fed from here."""
     options = {
         "kafka.bootstrap.servers": source.bootstrap_servers,
-        "subscribe": source.topic,
+        **({"assign": json.dumps({source.topic: sorted(source.partitions)})} if source.partitions
+           else {"subscribe": source.topic}),
         "startingOffsets": source.starting_offsets,
         "failOnDataLoss": "false",
         "kafka.isolation.level": "read_committed",

@@ -94,6 +94,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _partitions(self) -> list[int]:
         partitions = self._offsets().partitions(self.options.topic)
+        if partitions and self.options.partitions is not None:
+            partitions = [p for p in partitions if p in self.options.partitions]
         if not partitions and not self._missing_logged:
             # Kafka creates __consumer_offsets on first use: wait for it rather than fail.
             log.warning("groupscope source: topic %s not found at %s (yet); reading it as soon "

@@ -89,6 +89,8 @@ def test_environment_overrides_the_file(tmp_path):
     ("", {"GROUPSCOPE_STATUS__WINDOW_SIZE": "big"},
      "config key status.window_size: expected an integer, got a string 'big'"),
     ("source: {bootstrap_servers: [a\n", {}, "not valid YAML"),
+    ("source: {partitions: [0, x]}\n", {}, "config key source.partitions[1]: expected an integer, got a string 'x'"),
+    ("source: {partitions: [2, 2]}\n", {}, "config key source.partitions: distinct partition numbers"),
 ])
 def test_bad_config_stops_with_one_line_naming_the_key(tmp_path, text, env, message):
     with pytest.raises(UserError) as caught:
@@ -103,7 +105,7 @@ def test_cli_prints_config_errors_as_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err == "groupscope: error: unknown config key source.bootstrap_server (known here: " \
         "type, bootstrap_servers, topic, starting_offsets, max_records_per_trigger, client, kafka, " \
-        "replay_path)\n"
+        "replay_path, partitions)\n"
 
 
 def test_durations():

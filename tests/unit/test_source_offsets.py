@@ -79,3 +79,17 @@ def test_source_options_are_checked_with_the_option_name():
     with pytest.raises(ValueError, match="kafka-python has no setting sasl_jaas_config"):
         parse_options({"kafka.bootstrap.servers": "h:1", "kafka.sasl.jaas.config": "x"}
                       ).kafka_python_config()
+
+
+def test_a_shard_is_spark_kafkas_assign_option_for_both_sources():
+    from streaming.config import load_config
+    from streaming.sources.kafka_options import spark_kafka_options
+
+    source = load_config(None, env={"GROUPSCOPE_SOURCE__PARTITIONS": "4,0,2"}).source
+    options = spark_kafka_options(source)
+    assert "subscribe" not in options and options["assign"] == '{"__consumer_offsets": [0, 2, 4]}'
+    parsed = parse_options(options)
+    assert (parsed.topic, parsed.partitions) == ("__consumer_offsets", (0, 2, 4))
+    assert parse_options(spark_kafka_options(load_config(None, env={}).source)).partitions is None
+    with pytest.raises(ValueError, match="option assign must be JSON"):
+        parse_options({"kafka.bootstrap.servers": "h:1", "assign": '{"a": [0], "b": [1]}'})
