@@ -15,7 +15,7 @@ from streaming.kafka.records import KAFKA_SCHEMA
 SCALA_VERSION = "2.13"
 # Spark's default offset lookup for its Kafka source (through Kafka's admin client) finds no
 # partition of `__consumer_offsets`: on a real Kafka 4.4 broker a query over it read 0 records
-# in every micro-batch (Spark 4.2.0's connector; tests/broker/test_spark_kafka_source.py). The
+# in every micro-batch (Spark 4.2's connector; tests/broker/test_spark_kafka_source.py). The
 # consumer-based lookup this setting selects finds all 50.
 CONSUMER_OFFSET_LOOKUP = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 
