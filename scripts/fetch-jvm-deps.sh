@@ -5,8 +5,10 @@
 #
 #   KAFKA_VERSIONS       Kafka releases to fetch (default: "4.4.0 3.9.2")
 #   SPARK_KAFKA_VERSION  spark-sql-kafka-0-10 version (default: the pyspark pin in pyproject.toml);
-#                        "none" skips it. A version Maven Central does not serve is a warning only:
-#                        tests/broker/test_spark_kafka_source.py skips without the connector.
+#                        "none" skips it. When Maven Central does not serve that patch release,
+#                        the same minor release's first one (x.y.0) is fetched instead: a
+#                        connector runs on every patch release of its minor. Neither served is a
+#                        warning only: tests/broker/test_spark_kafka_source.py skips without it.
 #   HARNESS              "none" skips building the client harness (jvm/harness: real KafkaConsumers
 #                        for tests/broker/test_rebalance_truth.py and benchmarks/rebalance_truth.py)
 set -euo pipefail
@@ -54,14 +56,21 @@ if [ "$SPARK_KAFKA_VERSION" != none ]; then
     echo "spark-sql-kafka $SPARK_KAFKA_VERSION: WARNING not served by Maven Central (checked $(date -r "$miss" '+%F %R')); skipped" >&2
   else
     rm -rf "$dir" "$miss"; start=$SECONDS
-    if mvn_q -Dspark-kafka -Dspark.version="$SPARK_KAFKA_VERSION" package 2>/dev/null; then
+    served=""
+    for candidate in "$SPARK_KAFKA_VERSION" "${SPARK_KAFKA_VERSION%.*}.0"; do
+      if mvn_q -Dspark-kafka -Dspark.version="$candidate" -Dspark.runtime="$SPARK_KAFKA_VERSION" package 2>/dev/null; then
+        served=$candidate; break
+      fi
+      [ "$candidate" != "${SPARK_KAFKA_VERSION%.*}.0" ] || break
+    done
+    if [ -n "$served" ]; then
       # Drop what PySpark already ships (same artifactId in pyspark/jars, any version): two copies
       # of e.g. kafka-clients' zstd-jni or slf4j on Spark's classpath would clash.
       pyjars=$("$root/.venv/bin/python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))' 2>/dev/null || true)
       dropped=0
       if [ -n "$pyjars" ] && [ -d "$pyjars" ]; then
         list=$(mktemp)
-        mvn_q -Dspark-kafka -Dspark.version="$SPARK_KAFKA_VERSION" dependency:list -DincludeScope=runtime -DoutputFile="$list"
+        mvn_q -Dspark-kafka -Dspark.version="$served" -Dspark.runtime="$SPARK_KAFKA_VERSION" dependency:list -DincludeScope=runtime -DoutputFile="$list"
         while IFS=: read -r _g a _t ver _s; do
           a=${a// /}
           if compgen -G "$pyjars/$a-[0-9]*.jar" >/dev/null && [ -f "$dir/jars/$a-$ver.jar" ]; then
@@ -73,8 +82,8 @@ if [ "$SPARK_KAFKA_VERSION" != none ]; then
         echo "spark-sql-kafka: pyspark not found in .venv; kept every runtime jar (no de-duplication)" >&2
       fi
       n=$(ls "$dir/jars"/*.jar | wc -l)
-      echo "$n jars, $dropped left out as shipped by pyspark" >"$dir/.fetched"
-      echo "spark-sql-kafka $SPARK_KAFKA_VERSION: fetched $n jars into .cache/spark-kafka-$SPARK_KAFKA_VERSION/jars ($dropped left out: PySpark ships them) in $((SECONDS - start))s"
+      echo "$n jars of connector $served, $dropped left out as shipped by pyspark" >"$dir/.fetched"
+      echo "spark-sql-kafka $SPARK_KAFKA_VERSION: fetched $n jars of connector $served into .cache/spark-kafka-$SPARK_KAFKA_VERSION/jars ($dropped left out: PySpark ships them) in $((SECONDS - start))s"
     else
       rm -rf "$dir"; touch "$miss"
       echo "spark-sql-kafka $SPARK_KAFKA_VERSION: WARNING Maven Central does not serve org.apache.spark:spark-sql-kafka-0-10_2.13:$SPARK_KAFKA_VERSION; skipped (set SPARK_KAFKA_VERSION to a served one, or none)" >&2
