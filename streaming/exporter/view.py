@@ -271,7 +271,7 @@ class MonitorView:
         if name not in self.settings.groups:
             return
         if snapshot.get("state") == "Dead":
-            self._mark_dead(name, now)
+            self._mark_dead(name, now, snapshot)
             return
         group = self._group(name)
         group.dead_since_s = None
@@ -330,12 +330,16 @@ class MonitorView:
                 owners[(self.topic_names.get(topic, topic), int(partition))] = member
         return owners
 
-    def _mark_dead(self, name: str, now: float) -> None:
+    def _mark_dead(self, name: str, now: float, snapshot: Mapping[str, Any] | None = None) -> None:
         group = self._group(name)
         if group.dead_since_s is None:
             group.dead_since_s = now
         group.partitions.clear()
         group.owners = {}
+        if group.snapshot is None and snapshot is not None:
+            # Created and deleted within one micro-batch: the Dead snapshot is all the view saw,
+            # and its info series still needs the group's type and coordinator partition.
+            group.snapshot = {k: v for k, v in snapshot.items() if k != "offsets"}
         if group.snapshot is not None:
             group.snapshot = dict(group.snapshot, state="Dead", members=[])
 

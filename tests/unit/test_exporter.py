@@ -693,3 +693,12 @@ def test_a_scrape_serves_the_picture_it_started_from(clock):
     after = parse(cache.text())
     assert value(after, "kafka_consumergroup_generation", group="shop") == 6
     assert cache.text() == render_text(build_families(view))
+
+
+def test_a_group_first_seen_dead_keeps_its_labels(served, clock):
+    # Created and deleted within one micro-batch: the Dead snapshot is the first the view sees.
+    view, port = served(dead_grace_s=60.0)
+    view.update_groups([snapshot("brief", [], [], state="Dead")])
+    s = parse(scrape(port)[1])
+    assert value(s, "kafka_consumergroup_info", group="brief", group_type="classic", protocol_type="consumer",
+                 protocol="range", state="Dead", coordinator_partition="12") == 1
