@@ -35,20 +35,30 @@ class LagRollup:
     by_topic: dict[str, int]
     max_lag: int
     max_lag_seconds: float
+    max_by_topic: dict[str, int]
+    # Per topic, the highest known time lag; a topic none of whose time lags is known is absent.
+    max_seconds_by_topic: dict[str, float]
 
 
 def roll_up(rows: Iterable[tuple[str, int, float]]) -> LagRollup:
-    """Sums per topic and per group, maxima per group, from (topic, lag, lag_seconds) rows.
-    Time lags that are NaN (unknown) do not take part in the maximum."""
+    """Sums and maxima per topic and per group, from (topic, lag, lag_seconds) rows.
+    Time lags that are NaN (unknown) do not take part in the maxima."""
     by_topic: dict[str, int] = {}
+    max_by_topic: dict[str, int] = {}
+    max_seconds_by_topic: dict[str, float] = {}
     total = 0
     max_lag = 0
     max_seconds = 0.0
     for topic, lag, seconds in rows:
         by_topic[topic] = by_topic.get(topic, 0) + lag
+        if lag >= max_by_topic.get(topic, 0):
+            max_by_topic[topic] = lag
         total += lag
         if lag > max_lag:
             max_lag = lag
-        if seconds > max_seconds:  # NaN compares False
-            max_seconds = seconds
-    return LagRollup(total, by_topic, max_lag, max_seconds)
+        if seconds == seconds:  # not NaN
+            if seconds >= max_seconds_by_topic.get(topic, seconds):
+                max_seconds_by_topic[topic] = seconds
+            if seconds > max_seconds:
+                max_seconds = seconds
+    return LagRollup(total, by_topic, max_lag, max_seconds, max_by_topic, max_seconds_by_topic)

@@ -56,10 +56,33 @@ def group_lag(matchers: str = "") -> str:
 
 
 def trusted_max_lag_seconds(matchers: str = "") -> str:
-    """Largest time lag over partitions whose estimate is not 'unknown' (method 3)."""
+    """Largest time lag over partitions whose estimate is not 'unknown' (method 3). At
+    `metrics.granularity: topic` the per-topic maxima (which leave unknown estimates out) stand
+    in for the partitions' series."""
     return (f"max by (cluster, group) ({selector('kafka_consumergroup_lag_seconds', matchers)} "
             f"and on (cluster, group, topic, partition) "
-            f"{selector('kafka_consumergroup_lag_seconds_method', matchers)} < 3)")
+            f"{selector('kafka_consumergroup_lag_seconds_method', matchers)} < 3) "
+            f"or {either_granularity('max', 'kafka_consumergroup_topic_max_lag_seconds', 'cluster, group', matchers)}")
+
+
+def either_granularity(aggregation: str, metric: str, by: str, matchers: str = "",
+                       function: str = "") -> str:
+    """`aggregation by (by)` over a per-topic family of `metrics.granularity: topic`, wrapped in
+    `function(...[window])` when given as e.g. "rate:5m"."""
+    series = selector(metric, matchers)
+    if function:
+        name, window = function.split(":")
+        series = f"{name}({series}[{window}])"
+    return f"{aggregation} by ({by}) ({series})"
+
+
+def per_topic(aggregation: str, partition_metric: str, topic_metric: str, matchers: str = "",
+              function: str = "") -> str:
+    """A (cluster, group, topic) roll-up of a per-partition family, or at `metrics.granularity:
+    topic` of the per-topic family that replaces it: one expression serves both."""
+    by = "cluster, group, topic"
+    return (f"{either_granularity(aggregation, partition_metric, by, matchers, function)} "
+            f"or {either_granularity(aggregation, topic_metric, by, matchers, function)}")
 
 
 @dataclass(frozen=True)
@@ -91,9 +114,11 @@ def _group_rollups() -> list[RecordingRule]:
         RecordingRule("cluster_topic:kafka_partition_log_end_offset:rate5m",
                       "sum by (cluster, topic) (rate(kafka_partition_log_end_offset[5m]))"),
         RecordingRule("cluster_group_topic:kafka_consumergroup_committed_offset:rate5m",
-                      "sum by (cluster, group, topic) (rate(kafka_consumergroup_committed_offset[5m]))"),
+                      per_topic("sum", "kafka_consumergroup_committed_offset",
+                                "kafka_consumergroup_topic_committed_offset", function="rate:5m")),
         RecordingRule("cluster_group_topic:kafka_consumergroup_messages_lost:sum",
-                      "sum by (cluster, group, topic) (kafka_consumergroup_messages_lost)"),
+                      per_topic("sum", "kafka_consumergroup_messages_lost",
+                                "kafka_consumergroup_topic_messages_lost")),
     ]
 
 

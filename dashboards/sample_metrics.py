@@ -1,4 +1,5 @@
-"""A realistic /metrics page for every series in streaming.exporter.catalog (compat off), for
+"""A realistic /metrics page for every series in streaming.exporter.catalog (compat off, the
+default per-partition granularity), for
 checking dashboards and rules against a real Prometheus before (or without) a running groupscope
 job.
 
@@ -13,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from streaming.exporter.catalog import HISTOGRAM, TP, MetricFamily, served_families
+from streaming.exporter.catalog import HISTOGRAM, PARTITION, TP, MetricFamily, served_families
 
 CLUSTER = "demo"
 TOPICS = {"orders": 6, "payments": 5}
@@ -210,7 +211,7 @@ def _lines(spec: MetricFamily, labels: Labels, value: object) -> Iterator[str]:
 def render(elapsed_seconds: float, now_seconds: float) -> str:
     """The exposition text at `elapsed_seconds` after start, with timestamps relative to now."""
     out = []
-    for spec in served_families():
+    for spec in served_families(granularity=PARTITION):
         out.append(f"# HELP {spec.exposed_name} {spec.help}")
         out.append(f"# TYPE {spec.exposed_name} {spec.kind}")
         for labels, value in _samples(spec, elapsed_seconds, now_seconds):

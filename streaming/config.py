@@ -20,6 +20,7 @@ from typing import Any, Mapping, Union
 import yaml
 
 from streaming.errors import UserError
+from streaming.exporter.catalog import GRANULARITIES
 
 ENV_PREFIX = "GROUPSCOPE_"
 CONFIG_PATH_VARIABLE = "GROUPSCOPE_CONFIG"  # the file to read; not itself a config key
@@ -167,6 +168,8 @@ METRIC_COMPAT = ("kafka_exporter", "kafka_lag_exporter", "burrow")
 class MetricsConfig:
     compat: list[str] = _key([], "also export the series names of: kafka_exporter, "
                              "kafka_lag_exporter, burrow")
+    granularity: str = _key("partition", "a group's lag series per partition, or per topic only "
+                            "(sums, maxima and partitions per status): partition | topic")
 
 
 @dataclass(frozen=True)
@@ -379,6 +382,7 @@ def validate(config: Config) -> None:
     _one_of("spark.local_tuning", config.spark.local_tuning, LOCAL_TUNING)
     for name in config.metrics.compat:
         _one_of("metrics.compat", name, METRIC_COMPAT)
+    _one_of("metrics.granularity", config.metrics.granularity, GRANULARITIES)
     if source.partitions:
         if source.type not in ("kafka-python", "kafka"):
             raise UserError("config key source.partitions: only the kafka-python and kafka sources "

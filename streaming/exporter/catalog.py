@@ -28,6 +28,11 @@ from coordinator.timelag import TimeLagMethod
 
 GAUGE, COUNTER, HISTOGRAM = "gauge", "counter", "histogram"
 
+# metrics.granularity: a group's lag figures per partition, or per topic only (sums and maxima
+# instead of a series per partition: a tenth of the series at ten partitions a topic).
+PARTITION, TOPIC = "partition", "topic"
+GRANULARITIES = (PARTITION, TOPIC)
+
 KAFKA_EXPORTER = "kafka_exporter"
 KAFKA_LAG_EXPORTER = "kafka_lag_exporter"
 BURROW = "burrow"
@@ -65,11 +70,16 @@ class MetricFamily:
     compat_labels: tuple[tuple[str, tuple[str, ...]], ...] = ()
     only_with: str | None = None   # served only with this compat target on
     not_with: str | None = None    # with this target on, a family of the same name replaces it
+    # Served only at this `metrics.granularity` (None: at both): a series per group and partition
+    # (PARTITION) or its per-topic roll-up replacing it (TOPIC).
+    granularity: str | None = None
 
-    def served_with(self, compat: Iterable[str]) -> bool:
+    def served_with(self, compat: Iterable[str], granularity: str | None = None) -> bool:
+        """Whether served with these compat targets at this granularity (None: at any)."""
         compat = tuple(compat)
         return ((self.only_with is None or self.only_with in compat)
-                and (self.not_with is None or self.not_with not in compat))
+                and (self.not_with is None or self.not_with not in compat)
+                and (granularity is None or self.granularity in (None, granularity)))
 
     def with_compat(self, compat: Iterable[str]) -> MetricFamily:
         """This family as served with these compat targets (their labels appended)."""
@@ -120,25 +130,39 @@ CATALOG: tuple[MetricFamily, ...] = (
        "Subscribed partitions that no member owns.", GT),
     # Lag
     _f("kafka_consumergroup_committed_offset", GAUGE,
-       "Last committed offset (read_committed view).", GTP),
+       "Last committed offset (read_committed view).", GTP,
+       granularity=PARTITION),
     _f("kafka_consumergroup_commit_timestamp_seconds", GAUGE,
-       "Broker commit time of the committed offset.", GTP),
+       "Broker commit time of the committed offset.", GTP,
+       granularity=PARTITION),
     _f("kafka_partition_log_end_offset", GAUGE, "Log end offset from the end-offset poller.", TP),
     _f("kafka_partition_log_start_offset", GAUGE, "Log start offset from the end-offset poller.",
        TP),
     _f("kafka_consumergroup_lag", GAUGE, "Log end offset minus committed offset, never negative.",
-       GTP, compat_labels=KE_GROUP_LABELS),
+       GTP, compat_labels=KE_GROUP_LABELS, granularity=PARTITION),
     _f("kafka_consumergroup_lag_seconds", GAUGE,
-       "Age of the oldest unconsumed record (estimated).", GTP),
+       "Age of the oldest unconsumed record (estimated).", GTP, granularity=PARTITION),
     _f("kafka_consumergroup_lag_seconds_method", GAUGE,
-       f"How lag_seconds was obtained: {_lag_seconds_methods()} (lower bound).", GTP),
+       f"How lag_seconds was obtained: {_lag_seconds_methods()} (lower bound).", GTP,
+       granularity=PARTITION),
     _f("kafka_consumergroup_messages_lost", GAUGE,
-       "Records removed by retention before the group read them.", GTP),
+       "Records removed by retention before the group read them.", GTP,
+       granularity=PARTITION),
     _f("kafka_consumergroup_topic_lag", GAUGE, "Sum of partition lags per topic.", GT),
+    _f("kafka_consumergroup_topic_max_lag", GAUGE, "Highest partition lag per topic.", GT,
+       granularity=TOPIC),
+    _f("kafka_consumergroup_topic_max_lag_seconds", GAUGE,
+       "Highest known partition time lag per topic (lag_seconds_method below unknown); absent "
+       "while none is known.", GT, granularity=TOPIC),
+    _f("kafka_consumergroup_topic_messages_lost", GAUGE,
+       "Records removed by retention before the group read them, summed per topic.", GT,
+       granularity=TOPIC),
+    _f("kafka_consumergroup_topic_committed_offset", GAUGE,
+       "Sum of the committed offsets per topic.", GT, granularity=TOPIC),
     _f("kafka_consumergroup_group_lag", GAUGE, "Sum of partition lags of the group.", G,
        not_with=KAFKA_LAG_EXPORTER),
     _f("kafka_consumergroup_group_lag", GAUGE, "Partition lag (kafka-lag-exporter names).", KLE_P,
-       only_with=KAFKA_LAG_EXPORTER),
+       only_with=KAFKA_LAG_EXPORTER, granularity=PARTITION),
     _f("kafka_consumergroup_group_max_lag", GAUGE, "Highest partition lag of the group.", G,
        compat_labels=KLE_GROUP_LABELS),
     _f("kafka_consumergroup_group_max_lag_seconds", GAUGE,
@@ -150,7 +174,11 @@ CATALOG: tuple[MetricFamily, ...] = (
     _f("kafka_consumergroup_status", GAUGE,
        f"Group health: {_codes(s for s in Status if s <= Status.ERR)}.", G),
     _f("kafka_consumergroup_partition_status", GAUGE, f"Partition health: {_codes(Status)}.",
-       GTP),
+       GTP,
+       granularity=PARTITION),
+    _f("kafka_consumergroup_topic_status_partitions", GAUGE,
+       "Partitions of the topic in each partition status (only statuses some partition has).",
+       GT + ("status",), granularity=TOPIC),
     # Rebalances. The three histograms are served for a group once it has had members
     # (streaming.exporter.evaluation: a group that only commits offsets cannot rebalance).
     _f("kafka_consumergroup_rebalances", COUNTER, "Completed rebalances.", G),
@@ -167,7 +195,8 @@ CATALOG: tuple[MetricFamily, ...] = (
     *_only_with(
         KAFKA_EXPORTER,
         _f("kafka_consumergroup_current_offset", GAUGE, "Committed offset (kafka_exporter names).",
-           KE_G + ("topic", "partition")),
+           KE_G + ("topic", "partition"),
+       granularity=PARTITION),
         _f("kafka_consumergroup_current_offset_sum", GAUGE,
            "Sum of committed offsets per topic (kafka_exporter names).", KE_G + ("topic",)),
         _f("kafka_consumergroup_lag_sum", GAUGE, "Sum of lags per topic (kafka_exporter names).",
@@ -182,9 +211,11 @@ CATALOG: tuple[MetricFamily, ...] = (
     *_only_with(
         KAFKA_LAG_EXPORTER,
         _f("kafka_consumergroup_group_offset", GAUGE,
-           "Committed offset (kafka-lag-exporter names).", KLE_P),
+           "Committed offset (kafka-lag-exporter names).", KLE_P,
+       granularity=PARTITION),
         _f("kafka_consumergroup_group_lag_seconds", GAUGE, "Time lag (kafka-lag-exporter names).",
-           KLE_P),
+           KLE_P,
+       granularity=PARTITION),
         _f("kafka_consumergroup_group_sum_lag", GAUGE, "Sum of partition lags.", KLE + ("group",)),
         _f("kafka_consumergroup_group_topic_sum_lag", GAUGE, "Sum of partition lags per topic.",
            KLE + ("group", "topic")),
@@ -200,9 +231,12 @@ CATALOG: tuple[MetricFamily, ...] = (
         _f("burrow_kafka_consumer_status", GAUGE, "Burrow group status code.", BURROW_G),
         _f("burrow_kafka_consumer_lag_total", GAUGE, "Burrow total group lag.", BURROW_G),
         _f("burrow_kafka_topic_partition_status", GAUGE, "Burrow partition status code.",
-           BURROW_GTP),
-        _f("burrow_kafka_consumer_current_offset", GAUGE, "Burrow committed offset.", BURROW_GTP),
-        _f("burrow_kafka_consumer_partition_lag", GAUGE, "Burrow partition lag.", BURROW_GTP),
+           BURROW_GTP,
+       granularity=PARTITION),
+        _f("burrow_kafka_consumer_current_offset", GAUGE, "Burrow committed offset.", BURROW_GTP,
+       granularity=PARTITION),
+        _f("burrow_kafka_consumer_partition_lag", GAUGE, "Burrow partition lag.", BURROW_GTP,
+       granularity=PARTITION),
         _f("burrow_kafka_topic_partition_offset", GAUGE, "Burrow log end offset.", TP),
     ),
     # The monitor itself
@@ -226,13 +260,17 @@ CATALOG: tuple[MetricFamily, ...] = (
 )
 
 
-def served_families(compat: Iterable[str] = ()) -> list[MetricFamily]:
-    """The families served with these compat targets, labels resolved, in exposition order."""
+def served_families(compat: Iterable[str] = (),
+                    granularity: str | None = None) -> list[MetricFamily]:
+    """The families served with these compat targets at this granularity (None: the families
+    of both, as dashboards and rules may use either), labels resolved, in exposition order."""
     compat = tuple(compat)
-    return [family.with_compat(compat) for family in CATALOG if family.served_with(compat)]
+    return [family.with_compat(compat) for family in CATALOG
+            if family.served_with(compat, granularity)]
 
 
-def exported_series(compat: Iterable[str] = ()) -> dict[str, frozenset[str]]:
+def exported_series(compat: Iterable[str] = (),
+                    granularity: str | None = None) -> dict[str, frozenset[str]]:
     """Every series name in the exposition -> the labels it carries."""
-    return {name: labels for family in served_families(compat)
+    return {name: labels for family in served_families(compat, granularity)
             for name, labels in family.series().items()}

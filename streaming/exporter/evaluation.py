@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.lag import messages_lost, partition_lag, roll_up
+from coordinator.lag import LagRollup, messages_lost, partition_lag, roll_up
 from coordinator.status import Status, evaluate_partition, group_status
 from coordinator.timelag import time_lag
-from streaming.exporter.catalog import BURROW, KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, served_families
+from streaming.exporter.catalog import (BURROW, KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, PARTITION,
+                                       served_families)
 from streaming.exporter.exposition import Family
 from streaming.exporter.view import GroupRecord, MonitorView
 
@@ -27,10 +28,11 @@ except Exception:  # not installed (running from a source tree)
 Sink = dict  # family name -> list of (label values, value) samples
 
 
-def family_specs(compat: tuple[str, ...]) -> dict[str, Family]:
-    """Every family the exporter serves with these compat targets, in exposition order, as empty
-    Family objects (name, kind, help, label names) to fill with samples."""
-    return {f.name: Family(f.name, f.kind, f.help, f.labels) for f in served_families(compat)}
+def family_specs(compat: tuple[str, ...], granularity: str = PARTITION) -> dict[str, Family]:
+    """Every family the exporter serves with these compat targets at this granularity, in
+    exposition order, as empty Family objects (name, kind, help, label names) to fill."""
+    return {f.name: Family(f.name, f.kind, f.help, f.labels)
+            for f in served_families(compat, granularity)}
 
 
 def build_families(view: MonitorView, now_s: float | None = None) -> list[Family]:
@@ -44,7 +46,7 @@ def build_families(view: MonitorView, now_s: float | None = None) -> list[Family
             evaluator.group(view.groups[name], sink)
         evaluator.topics(sink)
         evaluator.monitor(sink)
-    families = family_specs(view.settings.compat)
+    families = family_specs(view.settings.compat, view.settings.granularity)
     for name, family in families.items():
         family.samples = sink.get(name, [])
     return list(families.values())
@@ -60,6 +62,10 @@ def _uses_group_management(group: GroupRecord) -> bool:
         return True
     snapshot = group.snapshot
     return bool(snapshot and (snapshot.get("generation") or snapshot.get("members")))
+
+
+def _discard(sample: tuple) -> None:
+    """Where a per-partition sample goes when metrics.granularity is topic."""
 
 
 def _out(sink: Sink, name: str) -> list:
@@ -81,6 +87,8 @@ class Evaluator:
         self.ke = KAFKA_EXPORTER in compat
         self.kle = KAFKA_LAG_EXPORTER in compat
         self.burrow = BURROW in compat
+        # metrics.granularity: topic serves per-topic roll-ups instead of per-partition series.
+        self.per_partition = view.settings.granularity == PARTITION
 
     # ---- groups -----------------------------------------------------------------------------
 
@@ -97,11 +105,16 @@ class Evaluator:
         if group.snapshot is not None:
             self._info(group, group.snapshot, sink)
             self._assignment(group, group.snapshot, sink)
-        committed_out = _out(sink, "kafka_consumergroup_committed_offset").append
-        commit_ts_out = _out(sink, "kafka_consumergroup_commit_timestamp_seconds").append
-        for part in self._exported_partitions(group):
-            committed_out((part.labels, part.offset))
-            commit_ts_out((part.labels, part.commit_s))
+        if self.per_partition:
+            committed_out = _out(sink, "kafka_consumergroup_committed_offset").append
+            commit_ts_out = _out(sink, "kafka_consumergroup_commit_timestamp_seconds").append
+            for part in self._exported_partitions(group):
+                committed_out((part.labels, part.offset))
+                commit_ts_out((part.labels, part.commit_s))
+        else:
+            committed_sum = _out(sink, "kafka_consumergroup_topic_committed_offset")
+            for topic, total in sorted(self._offset_sums(group).items()):
+                committed_sum.append(((self.cluster, group.name, topic), total))
         key = (self.cluster, group.name)
         _out(sink, "kafka_consumergroup_rebalances").append((key, group.rebalances))
         _out(sink, "kafka_consumergroup_rebalance_partitions_moved").append(
@@ -197,14 +210,20 @@ class Evaluator:
         ends_by_key = view.ends
         name = group.name
         ke, kle, burrow = self.ke, self.kle, self.burrow
-        compat = ke or kle or burrow
         rows: list[tuple[str, int, float]] = []
         statuses: list[Status] = []
-        lag_out = _out(sink, "kafka_consumergroup_lag").append
-        seconds_out = _out(sink, "kafka_consumergroup_lag_seconds").append
-        method_out = _out(sink, "kafka_consumergroup_lag_seconds_method").append
-        lost_out = _out(sink, "kafka_consumergroup_messages_lost").append
-        status_out = _out(sink, "kafka_consumergroup_partition_status").append
+        if self.per_partition:
+            compat = ke or kle or burrow
+            lag_out = _out(sink, "kafka_consumergroup_lag").append
+            seconds_out = _out(sink, "kafka_consumergroup_lag_seconds").append
+            method_out = _out(sink, "kafka_consumergroup_lag_seconds_method").append
+            lost_out = _out(sink, "kafka_consumergroup_messages_lost").append
+            status_out = _out(sink, "kafka_consumergroup_partition_status").append
+        else:  # the figures go to per-topic roll-ups only (_topic_rollups)
+            compat = False
+            lag_out = seconds_out = method_out = lost_out = status_out = _discard
+            lost_by_topic: dict[str, int] = {}
+            status_by_topic: list[tuple[str, Status]] = []
         for part in self._exported_partitions(group):
             key = part.key
             topic = part.topic
@@ -215,6 +234,8 @@ class Evaluator:
             if timeline is None or not timeline.offsets:
                 statuses.append(Status.NOTFOUND)
                 status_out((labels, 0))
+                if not self.per_partition:
+                    status_by_topic.append((topic, Status.NOTFOUND))
                 if compat:
                     self._compat_partition(group, key, part, None, None, Status.NOTFOUND, sink)
                 continue
@@ -227,7 +248,8 @@ class Evaluator:
             seconds, method = time_lag(timeline, offset, now)
             seconds_out((labels, seconds))
             method_out((labels, int(method)))
-            lost_out((labels, messages_lost(ends.start, offset)))
+            lost = messages_lost(ends.start, offset)
+            lost_out((labels, lost))
             rows.append((topic, lag, seconds))
 
             def recently_caught_up(timeline=timeline, offset=offset) -> bool:
@@ -240,10 +262,38 @@ class Evaluator:
             status_out((labels, int(status)))
             if compat:
                 self._compat_partition(group, key, part, lag, seconds, status, sink)
-        self._group_rollups(group, rows, statuses, sink)
+            if not self.per_partition:
+                lost_by_topic[topic] = lost_by_topic.get(topic, 0) + lost
+                status_by_topic.append((topic, status))
+        rollup = self._group_rollups(group, rows, statuses, sink)
+        if not self.per_partition:
+            self._topic_rollups(group, rollup, lost_by_topic, status_by_topic, sink)
+
+    def _topic_rollups(self, group: GroupRecord, rollup: LagRollup | None,
+                       lost_by_topic: dict[str, int], status_by_topic: list[tuple[str, Status]],
+                       sink: Sink) -> None:
+        """What metrics.granularity=topic serves instead of the per-partition series: maxima,
+        losses and partitions per status for each topic (its lag sum is served at both)."""
+        c, name = self.cluster, group.name
+        if rollup is not None:
+            max_out = _out(sink, "kafka_consumergroup_topic_max_lag").append
+            for topic, most in sorted(rollup.max_by_topic.items()):
+                max_out(((c, name, topic), most))
+            seconds_out = _out(sink, "kafka_consumergroup_topic_max_lag_seconds").append
+            for topic, most in sorted(rollup.max_seconds_by_topic.items()):
+                seconds_out(((c, name, topic), most))
+        lost_out = _out(sink, "kafka_consumergroup_topic_messages_lost").append
+        for topic, lost in sorted(lost_by_topic.items()):
+            lost_out(((c, name, topic), lost))
+        counts: dict[tuple[str, Status], int] = {}
+        for topic_status in status_by_topic:
+            counts[topic_status] = counts.get(topic_status, 0) + 1
+        status_out = _out(sink, "kafka_consumergroup_topic_status_partitions").append
+        for (topic, status), n in sorted(counts.items()):
+            status_out(((c, name, topic, status.name), n))
 
     def _group_rollups(self, group: GroupRecord, rows: list[tuple[str, int, float]],
-                       statuses: list[Status], sink: Sink) -> None:
+                       statuses: list[Status], sink: Sink) -> LagRollup | None:
         """Sums and maxima over the partitions whose end offset is known. A group none of whose
         partitions has one (a topic the principal may not describe, deleted, or not polled yet)
         has no lag figure at all rather than a lag of 0, which no lag alert would ever fire on;
@@ -259,7 +309,7 @@ class Evaluator:
         if not rows:
             if self.ke:
                 self._kafka_exporter_group(group, {}, sink)
-            return
+            return None
         rollup = roll_up(rows)
         topic_lag = _out(sink, "kafka_consumergroup_topic_lag")
         for topic, total in sorted(rollup.by_topic.items()):
@@ -280,6 +330,7 @@ class Evaluator:
                 topic_sum.append(((c, c, name, topic), total))
         if self.burrow:
             _out(sink, "burrow_kafka_consumer_lag_total").append((key, rollup.total))
+        return rollup
 
     def _compat_partition(self, group: GroupRecord, key, part, lag: int | None,
                           seconds: float | None, status: Status, sink: Sink) -> None:
@@ -306,15 +357,18 @@ class Evaluator:
     def _kafka_exporter_group(self, group: GroupRecord, lag_by_topic: dict[str, int],
                               sink: Sink) -> None:
         c, name = self.cluster, group.name
-        offset_sums: dict[str, int] = {}
-        for part in self._exported_partitions(group):
-            offset_sums[part.topic] = offset_sums.get(part.topic, 0) + part.offset
         current_sum = _out(sink, "kafka_consumergroup_current_offset_sum")
-        for topic, total in sorted(offset_sums.items()):
+        for topic, total in sorted(self._offset_sums(group).items()):
             current_sum.append(((c, name, topic), total))
         lag_sum = _out(sink, "kafka_consumergroup_lag_sum")
         for topic, total in sorted(lag_by_topic.items()):
             lag_sum.append(((c, name, topic), total))
+
+    def _offset_sums(self, group: GroupRecord) -> dict[str, int]:
+        sums: dict[str, int] = {}
+        for part in self._exported_partitions(group):
+            sums[part.topic] = sums.get(part.topic, 0) + part.offset
+        return sums
 
     # ---- topics and the monitor itself ------------------------------------------------------
 

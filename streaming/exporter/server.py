@@ -142,6 +142,9 @@ def start_exporter(view: MonitorView, settings: ExporterSettings | None = None,
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(settings.certfile, settings.keyfile)
         server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, name="groupscope-exporter", daemon=True)
+    # serve_forever checks for a stop request between polls: its default half second would make
+    # every stop (the job's, on a signal) wait that long; ten wake-ups a second cost nothing.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                              name="groupscope-exporter", daemon=True)
     thread.start()
     return RunningExporter(server, thread, cache)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from coordinator.status import Commit, CommitWindow, StatusSettings
 from coordinator.timelag import DEFAULT_TABLE_SIZE, OffsetTimeline
-from streaming.exporter.catalog import COMPAT_TARGETS
+from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, PARTITION
 from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, Histogram
 from streaming.exporter.selection import EVERYTHING, Selection
 
@@ -35,12 +35,16 @@ class ViewSettings:
     compat: tuple[str, ...] = ()         # metrics.compat
     groups: Selection = EVERYTHING       # groups.include, groups.exclude
     topics: Selection = EVERYTHING       # topics.include, topics.exclude
+    granularity: str = PARTITION         # metrics.granularity
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.compat if name not in COMPAT_TARGETS]
         if unknown:
             raise ValueError(f"metrics.compat: unknown target(s) {', '.join(unknown)}; "
                              f"choose from {', '.join(COMPAT_TARGETS)}")
+        if self.granularity not in GRANULARITIES:
+            raise ValueError(f"metrics.granularity: {self.granularity!r} is not one of "
+                             f"{', '.join(GRANULARITIES)}")
         if self.expire_after_s <= 0 or self.dead_grace_s < 0:
             raise ValueError("groups.expire_after must be > 0 and groups.dead_grace >= 0")
 

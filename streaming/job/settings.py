@@ -28,6 +28,7 @@ def view_settings(config) -> ViewSettings:
                               min_distance_s=status.min_distance,
                               recent_catch_up_s=status.recent_catch_up),
         compat=tuple(config.metrics.compat),
+        granularity=config.metrics.granularity,
         groups=selection(config.groups.include, config.groups.exclude),
         topics=selection(config.topics.include, config.topics.exclude))
 

@@ -14,7 +14,8 @@ from dashboards.promql import PromQLReadError, references, substitute, variable_
 from dashboards.queries import DASHBOARD_DIR, all_queries, load_dashboards, resolved_queries
 from dashboards.rollups import recording_rule_groups
 from dashboards.sample_metrics import render
-from streaming.exporter.catalog import CATALOG, COMPAT_TARGETS, COUNTER, exported_series, served_families
+from streaming.exporter.catalog import (CATALOG, COMPAT_TARGETS, COUNTER, PARTITION, exported_series,
+                                       served_families)
 
 needs_promtool = pytest.mark.skipif(promtool.promtool() is None,
                                     reason="promtool not installed (run scripts/ensure-promtool.sh as root)")
@@ -181,7 +182,7 @@ def test_every_dashboard_query_is_collected():
 def test_sample_page_has_every_exported_series():
     text = render(30.0, 1_700_000_000.0)
     names = {line.split("{")[0] for line in text.splitlines() if line and not line.startswith("#")}
-    assert names == set(exported_series())
+    assert names == set(exported_series(granularity=PARTITION))
     assert all('cluster="demo"' in line for line in text.splitlines() if line and not line.startswith("#"))
 
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordinator.status import StatusSettings
-from streaming.exporter.catalog import COMPAT_TARGETS, exported_series
+from coordinator.status import Status, StatusSettings
+from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, exported_series
 from streaming.exporter.evaluation import Evaluator, build_families
 from streaming.exporter.exposition import render_text
 from streaming.exporter.server import ExporterSettings, start_exporter
@@ -487,12 +487,14 @@ def test_scrape_picks_up_group_changes_without_a_refresh(served, clock):
     assert value(s, "groupscope_records_skipped_total", reason="malformed") == 2
 
 
+@pytest.mark.parametrize("granularity", GRANULARITIES)
 @pytest.mark.parametrize("compat", [(), *((target,) for target in COMPAT_TARGETS),
                                     COMPAT_TARGETS])
-def test_exposition_matches_the_catalog(served, clock, compat):
-    """Every series the catalog declares for these compat targets (what dashboards and rules are
-    checked against) is exported with exactly those labels, and nothing else is."""
-    view, port = served(compat=compat)
+def test_exposition_matches_the_catalog(served, clock, compat, granularity):
+    """Every series the catalog declares for these compat targets and this granularity (what
+    dashboards and rules are checked against) is exported with exactly those labels, and nothing
+    else is."""
+    view, port = served(compat=compat, granularity=granularity)
     feed_orders_group(view, clock)
     view.apply_events([{"event": "rebalance", "group": "shop", "timestamp_ms": int(T0 * 1000),
                         "partition": 1, "offset": 1, "end_ms": int(T0 * 1000),
@@ -503,7 +505,7 @@ def test_exposition_matches_the_catalog(served, clock, compat):
     for family in text_string_to_metric_families(scrape(port)[1]):
         for sample in family.samples:
             seen.setdefault(sample.name, set()).add(frozenset(sample.labels))
-    expected = exported_series(compat)
+    expected = exported_series(compat, granularity)
     assert set(seen) == set(expected)
     for name, label_sets in seen.items():
         assert label_sets == {expected[name]}, name
@@ -580,6 +582,88 @@ def test_a_cache_that_keeps_groups_at_rest_serves_what_a_full_evaluation_does(op
             cache.text()
     cache.refresh()
     assert cache.text() == render_text(build_families(view))
+
+
+_GRANULARITY_OPS = st.one_of(
+    st.tuples(st.just("commit"), st.integers(0, 2), st.sampled_from(("orders", "audit")),
+              st.integers(0, 3), st.integers(0, 40)),
+    st.tuples(st.just("end"), st.sampled_from(("orders", "audit")), st.integers(0, 3),
+              st.integers(0, 40)),
+    st.tuples(st.just("start"), st.sampled_from(("orders", "audit")), st.integers(0, 3),
+              st.integers(0, 40)),
+    st.tuples(st.just("wait"), st.floats(0.5, 90.0)))
+
+
+def _by_topic(families, name: str, combine) -> dict[tuple, float]:
+    """A per-partition family rolled up by (group, topic) with `combine` (sum, max, ...)."""
+    rolled: dict[tuple, list] = {}
+    for labels, sample in families[name].samples:
+        if sample == sample:  # NaN (an unknown time lag) takes part in no roll-up
+            rolled.setdefault((labels[1], labels[2]), []).append(sample)
+    return {key: combine(samples) for key, samples in rolled.items()}
+
+
+def _topic_family(families, name: str) -> dict[tuple, float]:
+    return {(labels[1], labels[2]): sample for labels, sample in families[name].samples}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_GRANULARITY_OPS, max_size=40))
+# Two partitions of a topic behind their log start, at different lags and statuses.
+@example([("commit", 0, "orders", 0, 5), ("commit", 0, "orders", 1, 8), ("end", "orders", 0, 30),
+          ("end", "orders", 1, 8), ("start", "orders", 0, 20), ("start", "orders", 1, 20),
+          ("wait", 30.0), ("end", "orders", 0, 35), ("commit", 1, "audit", 2, 3),
+          ("end", "audit", 2, 3)])
+def test_topic_granularity_serves_the_per_topic_roll_ups_of_the_partition_series(ops):
+    """Two views fed the same commits, polls and time, one at each metrics.granularity: the topic
+    one serves, per group and topic, the sums, maxima and status counts of the partition one's
+    series, the same group-level series, and no series per group and partition; its cache serves
+    what evaluating it afresh does."""
+    clock = Clock()
+    views = {g: make_view(clock, granularity=g, compat=COMPAT_TARGETS) for g in GRANULARITIES}
+    topic_cache = MetricsCache(views["topic"])
+    offsets: dict[int, dict[tuple[str, int], int]] = {}
+    for view in views.values():
+        view.update_topic_metadata({}, {"orders": 4, "audit": 4})
+    for op in ops:
+        for view in views.values():
+            if op[0] == "commit":
+                _, g, topic, p, offset = op
+                offsets.setdefault(g, {})[(topic, p)] = offset
+                view.update_groups([snapshot(
+                    f"g{g}", [member("m", [(topic, p)], topics=("orders", "audit"))],
+                    [(t, q, o, clock.now) for (t, q), o in sorted(offsets[g].items())],
+                    updated_s=clock.now)])
+            elif op[0] == "end":
+                view.update_end_offsets({(op[1], op[2]): op[3]}, {}, clock.now + 0.1, 0.01)
+            elif op[0] == "start":
+                view.update_end_offsets({}, {(op[1], op[2]): op[3]}, clock.now, 0.01)
+        clock.now += op[1] if op[0] == "wait" else 0.1 if op[0] == "end" else 0.0
+    per_partition = {f.name: f for f in build_families(views["partition"])}
+    per_topic = {f.name: f for f in build_families(views["topic"])}
+    assert _topic_family(per_topic, "kafka_consumergroup_topic_lag") == _by_topic(
+        per_partition, "kafka_consumergroup_lag", sum)
+    assert _topic_family(per_topic, "kafka_consumergroup_topic_max_lag") == _by_topic(
+        per_partition, "kafka_consumergroup_lag", max)
+    assert _topic_family(per_topic, "kafka_consumergroup_topic_max_lag_seconds") == _by_topic(
+        per_partition, "kafka_consumergroup_lag_seconds", max)
+    assert _topic_family(per_topic, "kafka_consumergroup_topic_messages_lost") == _by_topic(
+        per_partition, "kafka_consumergroup_messages_lost", sum)
+    assert _topic_family(per_topic, "kafka_consumergroup_topic_committed_offset") == _by_topic(
+        per_partition, "kafka_consumergroup_committed_offset", sum)
+    statuses: dict[tuple, int] = {}
+    for labels, code in per_partition["kafka_consumergroup_partition_status"].samples:
+        key = (labels[1], labels[2], Status(code).name)
+        statuses[key] = statuses.get(key, 0) + 1
+    assert {labels[1:]: n for labels, n in
+            per_topic["kafka_consumergroup_topic_status_partitions"].samples} == statuses
+    for name, family in per_topic.items():
+        if name in per_partition:
+            assert render_text([family]) == render_text([per_partition[name]]), name
+        assert "partition" not in family.label_names or family.label_names[:2] != (
+            "cluster", "group"), name
+    topic_cache.refresh()
+    assert topic_cache.text() == render_text(build_families(views["topic"]))
 
 
 def renders_of(monkeypatch, part: str) -> list[str]:

@@ -41,6 +41,14 @@ def test_roll_up_sums_and_maxima_ignore_unknown_time_lag():
     assert rollup.by_topic == {"a": 12, "b": 1}
     assert rollup.max_lag == 7
     assert rollup.max_lag_seconds == 9.5
+    assert rollup.max_by_topic == {"a": 7, "b": 1}
+    assert rollup.max_seconds_by_topic == {"a": 2.0, "b": 9.5}
+
+
+def test_a_topic_without_a_known_time_lag_has_no_time_lag_maximum():
+    rollup = roll_up([("a", 3, float("nan")), ("b", 0, 0.0)])
+    assert rollup.max_seconds_by_topic == {"b": 0.0}
+    assert rollup.max_by_topic == {"a": 3, "b": 0}
 
 
 # ---- time lag ---------------------------------------------------------------------------------
