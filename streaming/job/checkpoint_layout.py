@@ -4,7 +4,9 @@ Group state is kept in shards (streaming.pipeline.shard_state). The number of sh
 number, so reading a checkpoint with another number would lose every group that moves. A new
 checkpoint records the number it starts with (STATE_LAYOUT_FILE, next to the query's own
 directory); one with group state but no record was written with LEGACY_STATE_SHARDS, the only
-number before the record existed.
+number before the record existed. How a shard keeps its groups (streaming.pipeline.state_stage
+STATE_LAYOUTS) is the checkpoint's own too: a new one records GROUP_MAP; one whose record does
+not say was written in SHARD_VALUE layout, the only one before, and keeps it.
 
 Everything is read and written through Hadoop's file system, so any checkpoint location works.
 """
@@ -13,6 +15,9 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from dataclasses import dataclass
+
+from streaming.pipeline.shard_state import GROUP_MAP, SHARD_VALUE, STATE_LAYOUTS
 
 log = logging.getLogger("groupscope.job")
 
@@ -45,26 +50,40 @@ def _write(fs, path, record: dict) -> None:
         stream.close()
 
 
-def state_shards(spark, checkpoint_path: str, default: int) -> int:
-    """The number of state shards of the checkpoint at `checkpoint_path` (the job's
-    `checkpoint.path`): the one it recorded, LEGACY_STATE_SHARDS for one that holds state but
-    no record, else `default`, recorded now. Raises ValueError for a record it cannot read."""
+@dataclass(frozen=True)
+class StateLayout:
+    shards: int
+    groups: str  # SHARD_VALUE or GROUP_MAP
+
+
+def state_layout(spark, checkpoint_path: str, default_shards: int) -> StateLayout:
+    """How the checkpoint at `checkpoint_path` (the job's `checkpoint.path`) lays out its group
+    state: as it recorded; for one that holds state but no record, LEGACY_STATE_SHARDS shards
+    in SHARD_VALUE layout; else `default_shards` in GROUP_MAP layout, recorded now. Raises
+    ValueError for a record it cannot read."""
     root = checkpoint_path.rstrip("/")
-    fs, layout = hadoop_fs_path(spark, f"{root}/{STATE_LAYOUT_FILE}")
-    if fs.exists(layout):
-        text = _read(spark, fs, layout).decode("utf-8", "replace")
+    fs, path = hadoop_fs_path(spark, f"{root}/{STATE_LAYOUT_FILE}")
+    if fs.exists(path):
+        text = _read(spark, fs, path).decode("utf-8", "replace")
         try:
-            shards = json.loads(text)["state_shards"]
-        except (ValueError, KeyError, TypeError):
-            shards = None
+            record = json.loads(text)
+            shards, groups = record["state_shards"], record.get("groups", SHARD_VALUE)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            shards = groups = None
         if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
             raise ValueError(f"{root}/{STATE_LAYOUT_FILE} does not say how many state shards "
                              f"the checkpoint has: {text[:80]!r}")
-        return shards
+        if groups not in STATE_LAYOUTS:
+            raise ValueError(f"{root}/{STATE_LAYOUT_FILE} names no known group state layout: "
+                             f"{text[:80]!r}")
+        return StateLayout(shards, groups)
     state_fs, state = hadoop_fs_path(spark, f"{root}/query/{_STATE_DIR}")
-    shards = LEGACY_STATE_SHARDS if state_fs.exists(state) else default
-    _write(fs, layout, {"state_shards": shards})
-    return shards
+    if state_fs.exists(state):
+        layout = StateLayout(LEGACY_STATE_SHARDS, SHARD_VALUE)
+    else:
+        layout = StateLayout(default_shards, GROUP_MAP)
+    _write(fs, path, {"state_shards": layout.shards, "groups": layout.groups})
+    return layout
 
 
 def checkpoint_lineage(spark, checkpoint_path: str) -> str:

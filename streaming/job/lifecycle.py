@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 from coordinator import compact_json
 from streaming.config import Config
 from streaming.job.batch_timing import BatchDurations
-from streaming.job.checkpoint_layout import checkpoint_lineage, state_shards
+from streaming.job.checkpoint_layout import StateLayout, checkpoint_lineage, state_layout
 from streaming.errors import UserError
 from streaming.pipeline.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.gc_pause import collector_paused
@@ -38,9 +38,10 @@ log = logging.getLogger("groupscope.job")
 OFFSETS_TOPIC_REFRESH_S = 5.0
 
 
-def build_pipeline(spark, config: Config, shards: int, source_df=None):
-    """The decoded, stateful stream: rows (group, kind, payload, ts_ms), the groups over `shards`
-    state keys. `source_df` (rows in Spark's Kafka schema) replaces the configured source."""
+def build_pipeline(spark, config: Config, layout: StateLayout, source_df=None):
+    """The decoded, stateful stream: rows (group, kind, payload, ts_ms), the groups kept in the
+    checkpoint's state `layout`. `source_df` (rows in Spark's Kafka schema) replaces the
+    configured source."""
     from streaming.pipeline.state_stage import GroupProcessor, stateful_stage
     from streaming.sources import build_source
 
@@ -48,7 +49,7 @@ def build_pipeline(spark, config: Config, shards: int, source_df=None):
         decoded = build_source(spark, config, decoded=True)
     else:
         decoded = decoded_stream(source_df)
-    return stateful_stage(decoded, GroupProcessor(), shards)
+    return stateful_stage(decoded, GroupProcessor(layout=layout.groups), layout.shards)
 
 
 @dataclass
@@ -328,7 +329,7 @@ class Job:
             self.spark = build_spark(config)
         query_checkpoint = os.path.join(config.checkpoint.path, "query")
         try:
-            shards = state_shards(self.spark, config.checkpoint.path, STATE_SHARDS)
+            layout = state_layout(self.spark, config.checkpoint.path, STATE_SHARDS)
         except ValueError as exc:
             raise UserError(f"checkpoint.path: {exc}") from None
         if self._offsets_client_factory is None and config.source.type in ("kafka-python", "kafka"):
@@ -340,7 +341,7 @@ class Job:
         self.view.set_record_totals(self.view.records_total,
                                     {**{reason: 0 for reason in SKIP_LABELS}, **self.view.records_skipped})
         history = None
-        state = committed_snapshots(self.spark, query_checkpoint)
+        state = committed_snapshots(self.spark, query_checkpoint, layout.groups)
         if state is not None:
             self.view.update_groups(state)
             log.info("restored %d groups from the checkpoint's state", len(state))
@@ -365,7 +366,7 @@ class Job:
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
         progress.refresh_target()
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval)
-        stream = build_pipeline(self.spark, config, shards, self._source_df)
+        stream = build_pipeline(self.spark, config, layout, self._source_df)
         trigger = {"processingTime": f"{int(config.trigger.interval * 1000)} milliseconds"}
         self.query = (stream.writeStream.foreachBatch(self.sink)
                       .option("checkpointLocation", query_checkpoint)

@@ -5,7 +5,8 @@ history's snapshots cannot promise that: a group's snapshot is written at most e
 `history.snapshot_interval` unless its membership changed, so a group that only committed offsets
 since would come back with an older offset, and stay there until it commits again. The state
 store holds every group's latest state; Spark's state data source (`format("statestore")`) reads
-the value state of the query's last committed batch, and each shard's groups are decoded here.
+the query's last committed batch: each shard's value and, in GROUP_MAP layout, the map entry of
+each group of a shard that outgrew its value, decoded here.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 from coordinator.state import GroupState
 from streaming.job.checkpoint_layout import hadoop_fs_path
 from streaming.pipeline.monitor_rows import MONITOR_KEY
-from streaming.pipeline.shard_state import unpack_entries
+from streaming.pipeline.shard_state import GROUP_MAP, unpack_entries
 
 log = logging.getLogger("groupscope.job")
 
@@ -28,25 +29,26 @@ def has_committed_batch(spark, query_checkpoint: str) -> bool:
     return any(status.getPath().getName().isdigit() for status in fs.listStatus(commits))
 
 
-def committed_snapshots(spark, query_checkpoint: str) -> list[dict[str, Any]] | None:
-    """Each group's snapshot (`GroupState.to_dict()`) as the last committed batch left it; None
-    when the query has committed no batch yet, or when its state cannot be read (then the
-    history's snapshots are all there is, and the job says so)."""
+def committed_snapshots(spark, query_checkpoint: str,
+                        layout: str = GROUP_MAP) -> list[dict[str, Any]] | None:
+    """Each group's snapshot (`GroupState.to_dict()`) as the last committed batch left it in
+    the state `layout`; None when the query has committed no batch yet, or when its state
+    cannot be read (then the history's snapshots are all there is, and the job says so)."""
     if not has_committed_batch(spark, query_checkpoint):
         return None
     try:
         _ = spark.streams.active  # the state store's coordinator starts with the query manager
-        rows = (spark.read.format("statestore").option("path", query_checkpoint)
-                .option("stateVarName", "shard").load().select("value.blob").collect())
+        reader = spark.read.format("statestore").option("path", query_checkpoint)
+        rows = reader.option("stateVarName", "shard").load().select("value.blob").collect()
+        blobs = [entry for row in rows if row.blob is not None
+                 for entry in unpack_entries(bytes(row.blob)).items()]
+        if layout == GROUP_MAP:
+            rows = (reader.option("stateVarName", "groups").load()
+                    .select("user_map_key.group", "user_map_value.blob").collect())
+            blobs += [(row.group, row.blob) for row in rows]
     except Exception as exc:  # a py4j error from Spark, whatever its kind
         log.warning("cannot read the group state from the checkpoint (%s); serving the history's "
                     "snapshots until each group's next change", str(exc).splitlines()[0][:200])
         return None
-    snapshots = []
-    for row in rows:
-        if row.blob is None:
-            continue
-        for group, blob in unpack_entries(bytes(row.blob)).items():
-            if group != MONITOR_KEY:
-                snapshots.append(GroupState.from_bytes(blob).to_dict())
-    return snapshots
+    return [GroupState.from_bytes(bytes(blob)).to_dict() for group, blob in blobs
+            if group != MONITOR_KEY and blob is not None]

@@ -1,5 +1,5 @@
-"""The value the state stage keeps per state key: every group of one shard, each group's
-`GroupState` bytes under its id.
+"""How the state stage keeps groups under its state keys (shards), and the value of the older
+SHARD_VALUE layout: every group of one shard, each group's `GroupState` bytes under its id.
 
 Groups are spread over a checkpoint's number of state keys (STATE_SHARDS for a new one;
 streaming.job.checkpoint_layout) by a hash of the group id (`shard_column`), so a micro-batch pays
@@ -24,6 +24,14 @@ from pyspark.sql import functions as F
 STATE_SHARDS = 16
 # The shard of the monitor's counters (never a hash bucket).
 MONITOR_SHARD = -1
+# How a shard's key keeps its groups, each checkpoint its own (streaming.job.checkpoint_layout):
+# SHARD_VALUE, all of them in one value state ("shard", the layout below), rewritten whole when
+# any of them changes, so a micro-batch costs more the more groups are held; GROUP_MAP, the same
+# while the shard is small, then (past state_stage.MAP_AFTER_GROUPS groups) a map state
+# ("groups") with an entry per group, of which a micro-batch reads and writes only those it
+# touches, at a state-server round trip each.
+SHARD_VALUE, GROUP_MAP = "shard-value", "group-map"
+STATE_LAYOUTS = (SHARD_VALUE, GROUP_MAP)
 
 _COUNT = struct.Struct(">I")
 

@@ -34,7 +34,8 @@ from coordinator.records import decode
 from coordinator.state import Context, GroupState
 from coordinator.state.reducer import apply_parts
 from streaming.pipeline.monitor_rows import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
-from streaming.pipeline.shard_state import STATE_SHARDS, pack_entries, shard_column, unpack_entries
+from streaming.pipeline.shard_state import (GROUP_MAP, SHARD_VALUE, STATE_LAYOUTS, STATE_SHARDS,
+                                            pack_entries, shard_column, unpack_entries)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,10 +47,16 @@ OUTPUT_SCHEMA = StructType([
     StructField("ts_ms", LongType()),
 ])
 _STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
+_GROUP_KEY_SCHEMA = StructType([StructField("group", StringType())])
 _COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 _CHANGE_EVENTS = frozenset({"rebalance", "member_joined", "member_left", "group_emptied",
                             "group_deleted"})
 _INT_COLUMNS = frozenset({"o_partition", "o_offset", "ts_ms"})
+# In GROUP_MAP layout, a shard keeps its groups in its value until they are more than this many,
+# then in its map for good. Rewriting a value costs about 11 us per group it holds, a map entry
+# about 180 us per group touched (a read and a write, each a state-server round trip;
+# benchmarks/state_stage.py): a small shard is cheaper whole, a large one entry by entry.
+MAP_AFTER_GROUPS = 1_000
 # Output rows are held back and handed to Spark in frames of up to this many rows: Spark turns
 # every frame a processor yields into its own Arrow batch, which costs about 1.5 ms of CPU here,
 # more than the rest of a small group's work.
@@ -103,11 +110,17 @@ def _bytes(value: Any) -> bytes | None:
 class GroupProcessor(StatefulProcessor):
     """Keeps one `GroupState` per group inside its shard's value, and the monitor's counters."""
 
-    def __init__(self, context: Context | None = None) -> None:
+    def __init__(self, context: Context | None = None, layout: str = GROUP_MAP) -> None:
+        if layout not in STATE_LAYOUTS:
+            raise ValueError(f"unknown state layout {layout!r}")
         self.context = context or Context(emit_offset_events=False)
+        self.layout = layout
+        self.map_after = MAP_AFTER_GROUPS  # read here: the processor travels to the workers
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.state = handle.getValueState("shard", _STATE_SCHEMA)
+        if self.layout == GROUP_MAP:
+            self.groups = handle.getMapState("groups", _GROUP_KEY_SCHEMA, _STATE_SCHEMA)
         self._pending: list[tuple[str, str, str, int]] = []
 
     def flush(self) -> Iterator[pd.DataFrame]:
@@ -129,8 +142,12 @@ class GroupProcessor(StatefulProcessor):
         by_group: dict[str, list[dict[str, Any]]] = {}
         for row in _records(frames):
             by_group.setdefault(row["group"], []).append(row)
-        stored = self.state.get()  # None when the shard has no state yet: one call, not two
-        entries = unpack_entries(stored[0]) if stored is not None else {}
+        stored = self.state.get()  # None when the shard has no value: one call, not two
+        entries: dict[str, bytes] | _GroupEntries
+        if stored is not None or self.layout == SHARD_VALUE or not self.groups.exists():
+            entries = unpack_entries(stored[0]) if stored is not None else {}
+        else:  # the shard outgrew its value (see GROUP_MAP)
+            entries = _GroupEntries(self.groups)
         out: list[tuple[str, str, str, int]] = []
         for group, records in by_group.items():
             if group == MONITOR_KEY:
@@ -141,7 +158,13 @@ class GroupProcessor(StatefulProcessor):
             state = self._apply_group(group, records, entries.get(group), out)
             if state is not None:
                 entries[group] = state.to_bytes()
-        self.state.update((pack_entries(entries),))
+        if isinstance(entries, dict):
+            if self.layout == GROUP_MAP and len(entries) > self.map_after:
+                for group, blob in entries.items():
+                    self.groups.updateValue((group,), (blob,))
+                self.state.clear()
+            else:
+                self.state.update((pack_entries(entries),))
         yield from self._emit(out)
 
     def _apply_group(self, group: str, records: list[dict[str, Any]], blob: bytes | None,
@@ -198,6 +221,23 @@ class GroupProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+class _GroupEntries:
+    """The groups of one shard key in GROUP_MAP layout, read and written one group at a time
+    (a state-server round trip each), with the dict interface the shard value's entries have."""
+
+    __slots__ = ("_map",)
+
+    def __init__(self, groups) -> None:
+        self._map = groups
+
+    def get(self, group: str) -> bytes | None:
+        stored = self._map.getValue((group,))
+        return None if stored is None else _bytes(stored[0])
+
+    def __setitem__(self, group: str, blob: bytes) -> None:
+        self._map.updateValue((group,), (blob,))
 
 
 class _FlushingUdf(TransformWithStateInPandasUdfUtils):

@@ -10,8 +10,9 @@ import pytest
 from tests.support.job_support import (mixed_timeline, reference_groups, replay_config, replay_to_end,
                          timeline_lines, write_capture)
 from streaming.pipeline import shard_state
-from streaming.job.checkpoint_layout import (LEGACY_STATE_SHARDS, STATE_LAYOUT_FILE, checkpoint_lineage,
-                                             state_shards)
+from streaming.job.checkpoint_layout import (LEGACY_STATE_SHARDS, STATE_LAYOUT_FILE, StateLayout,
+                                             checkpoint_lineage, state_layout)
+from streaming.pipeline.shard_state import GROUP_MAP, SHARD_VALUE
 from streaming.job.history import read_history
 from streaming.job.lifecycle import Job, OffsetsTopicProgress
 from streaming.job.session import state_partitions
@@ -83,31 +84,46 @@ def test_state_partitions_follow_the_local_cores():
     assert state_partitions(None) == 4
 
 
-def test_state_shards_are_the_checkpoints_own(spark, tmp_path):
+def test_the_state_layout_is_the_checkpoints_own(spark, tmp_path):
     fresh = str(tmp_path / "fresh")
-    assert state_shards(spark, fresh, 16) == 16
-    assert json.loads((tmp_path / "fresh" / STATE_LAYOUT_FILE).read_text()) == {"state_shards": 16}
-    assert state_shards(spark, fresh, 8) == 16  # recorded: a new default does not move groups
+    assert state_layout(spark, fresh, 16) == StateLayout(16, GROUP_MAP)
+    assert json.loads((tmp_path / "fresh" / STATE_LAYOUT_FILE).read_text()) == {
+        "state_shards": 16, "groups": GROUP_MAP}
+    # recorded: a new default does not move groups
+    assert state_layout(spark, fresh, 8) == StateLayout(16, GROUP_MAP)
 
-    # Group state but no record: written before the record existed, with 64 shards.
+    # Group state but no record: written before the record existed, with 64 shards, each a value.
     (tmp_path / "older" / "query" / "state" / "0").mkdir(parents=True)
-    assert state_shards(spark, str(tmp_path / "older"), 16) == LEGACY_STATE_SHARDS == 64
-    assert state_shards(spark, str(tmp_path / "older"), 16) == 64
+    assert state_layout(spark, str(tmp_path / "older"), 16) == StateLayout(
+        LEGACY_STATE_SHARDS, SHARD_VALUE) == StateLayout(64, SHARD_VALUE)
+    assert state_layout(spark, str(tmp_path / "older"), 16) == StateLayout(64, SHARD_VALUE)
 
-    (tmp_path / "broken").mkdir()
-    (tmp_path / "broken" / STATE_LAYOUT_FILE).write_text('{"state_shards": "many"}')
-    with pytest.raises(ValueError, match=STATE_LAYOUT_FILE):
-        state_shards(spark, str(tmp_path / "broken"), 16)
+    # A record from before the group layout was recorded: its shards were values.
+    (tmp_path / "recorded").mkdir()
+    (tmp_path / "recorded" / STATE_LAYOUT_FILE).write_text('{"state_shards": 16}')
+    assert state_layout(spark, str(tmp_path / "recorded"), 8) == StateLayout(16, SHARD_VALUE)
+
+    for broken in ('{"state_shards": "many"}', '{"state_shards": 4, "groups": "heap"}', "[]"):
+        (tmp_path / "broken").mkdir(exist_ok=True)
+        (tmp_path / "broken" / STATE_LAYOUT_FILE).write_text(broken)
+        with pytest.raises(ValueError, match=STATE_LAYOUT_FILE):
+            state_layout(spark, str(tmp_path / "broken"), 16)
 
 
-def test_a_restart_keeps_the_shard_count_the_checkpoint_started_with(spark, tmp_path, monkeypatch):
-    """A checkpoint started by a version with another number of shards: read with today's
-    number, every group that hashes to another shard would start from empty."""
+@pytest.mark.parametrize("groups", [GROUP_MAP, SHARD_VALUE])
+def test_a_restart_keeps_the_state_layout_the_checkpoint_started_with(spark, tmp_path,
+                                                                      monkeypatch, groups):
+    """A checkpoint started by a version with another number of shards, or with its groups in
+    one value per shard: read with today's number or layout, every group that hashes to another
+    shard, or every group, would start from empty."""
     tl = mixed_timeline()
     lines = timeline_lines(tl)
     capture = str(tmp_path / "capture.jsonl")
     half = len(lines) // 2
     write_capture(capture, lines[:half])
+    if groups == SHARD_VALUE:  # as the versions before the group map recorded it
+        (tmp_path / "checkpoint").mkdir()
+        (tmp_path / "checkpoint" / STATE_LAYOUT_FILE).write_text('{"state_shards": 5}')
 
     monkeypatch.setattr(shard_state, "STATE_SHARDS", 5)
     replay_to_end(spark, tmp_path, capture)
@@ -115,8 +131,8 @@ def test_a_restart_keeps_the_shard_count_the_checkpoint_started_with(spark, tmp_
     with open(capture, "a", encoding="utf-8") as fh:
         fh.writelines(line + "\n" for line in lines[half:])
     replay_to_end(spark, tmp_path, capture)
-    assert json.loads((tmp_path / "checkpoint" / STATE_LAYOUT_FILE).read_text()) == {
-        "state_shards": 5}
+    recorded = json.loads((tmp_path / "checkpoint" / STATE_LAYOUT_FILE).read_text())
+    assert (recorded["state_shards"], recorded.get("groups", SHARD_VALUE)) == (5, groups)
     # Each group's last snapshot is exactly what the pure reducer makes of the whole timeline.
     last = {r["group"]: r["payload"] for r in read_history(str(tmp_path / "history"), "snapshots")}
     expected = reference_groups(tl)

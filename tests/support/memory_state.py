@@ -22,9 +22,33 @@ class MemoryState:
         self.values.pop(self.key, None)
 
 
+class MemoryMapState:
+    """A MapState for the grouping key the value state's `key` names."""
+
+    def __init__(self, value_state: MemoryState) -> None:
+        self.maps: dict = {}
+        self.value_state = value_state
+
+    def _map(self) -> dict:
+        return self.maps.setdefault(self.value_state.key, {})
+
+    def exists(self) -> bool:
+        return bool(self.maps.get(self.value_state.key))
+
+    def getValue(self, key):
+        return self._map().get(key)
+
+    def updateValue(self, key, value) -> None:
+        self._map()[key] = value
+
+
 class MemoryHandle:
     def __init__(self) -> None:
         self.state = MemoryState()
+        self.map = MemoryMapState(self.state)
 
     def getValueState(self, name, schema, ttl=None):
         return self.state
+
+    def getMapState(self, name, key_schema, value_schema, ttl=None):
+        return self.map
