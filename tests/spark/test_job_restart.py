@@ -21,6 +21,7 @@ from coordinator.simulator import Simulation, load_scenario
 from streaming.job.history import latest_snapshots, read_history, unique_events
 from streaming.job.lifecycle import Job, restore_view
 from streaming.exporter.view import MonitorView
+from streaming.pipeline import state_stage
 from tests.support.job_support import replay_config
 from tests.support.jvm_children import children_of
 from tests.support.paths import ROOT
@@ -83,21 +84,29 @@ def _signal(pids, sig) -> None:
             pass
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(spark, tmp_path_factory):
+    """(capture, its record count, what an uninterrupted run makes of it), the same for every
+    way of stopping the job: the capture is a seeded simulation."""
+    tmp = tmp_path_factory.mktemp("uninterrupted")
+    capture = str(tmp / "capture.jsonl")
+    total = _capture(capture)
+    assert total > 100
+    reference = _run_in_process(spark, tmp / "reference", capture)
+    expected = _outcome(reference, str(tmp / "reference" / "history"))
+    # The uninterrupted run wrote each event once, several of them from one record (the first
+    # generation's members): reading the history back keeps them all.
+    assert len(expected[1]) == len(read_history(str(tmp / "reference" / "history"), "events"))
+    assert _several_events_per_record(expected[1])
+    return capture, total, expected
+
+
 @pytest.mark.parametrize("sig, target", [(signal.SIGKILL, "tree"), (signal.SIGTERM, "group"),
                                          (signal.SIGINT, "group"), (signal.SIGTERM, "process")],
                          ids=["SIGKILL", "SIGTERM-group", "SIGINT-group", "SIGTERM"])
 def test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run(spark, tmp_path, sig,
-                                                                      target):
-    capture = str(tmp_path / "capture.jsonl")
-    total = _capture(capture)
-    assert total > 100
-
-    reference = _run_in_process(spark, tmp_path / "reference", capture)
-    expected = _outcome(reference, str(tmp_path / "reference" / "history"))
-    # The uninterrupted run wrote each event once, several of them from one record (the first
-    # generation's members): reading the history back keeps them all.
-    assert len(expected[1]) == len(read_history(str(tmp_path / "reference" / "history"), "events"))
-    assert _several_events_per_record(expected[1])
+                                                                      target, uninterrupted):
+    capture, total, expected = uninterrupted
 
     # The interrupted run: its own Spark, small batches; killed with SIGKILL (JVM included), or
     # stopped by a signal to it or to its process group.
@@ -173,9 +182,14 @@ def _offsets_in_view(view: MonitorView) -> dict[str, dict[tuple[str, int], int]]
     return {name: {key: p.offset for key, p in g.partitions.items()} for name, g in view.groups.items()}
 
 
-def test_a_restart_serves_each_group_as_the_state_store_left_it(spark, tmp_path):
+@pytest.mark.parametrize("map_after", [state_stage.MAP_AFTER_GROUPS, 0],
+                         ids=["shard-values", "group-maps"])
+def test_a_restart_serves_each_group_as_the_state_store_left_it(spark, tmp_path, monkeypatch,
+                                                                map_after):
     """A group that only committed offsets since its last history snapshot comes back with its
-    latest offsets, read from the checkpoint's state store, not with the snapshot's."""
+    latest offsets, read from the checkpoint's state store, not with the snapshot's: whether
+    its shard keeps its groups in one value or (past MAP_AFTER_GROUPS) in a map."""
+    monkeypatch.setattr(state_stage, "MAP_AFTER_GROUPS", map_after)
     capture = str(tmp_path / "capture.jsonl")
     _capture(capture)
     extra = {"GROUPSCOPE_SOURCE__MAX_RECORDS_PER_TRIGGER": "20",
@@ -191,6 +205,10 @@ def test_a_restart_serves_each_group_as_the_state_store_left_it(spark, tmp_path)
     stale = {name: {(o["topic"], int(o["partition"])): int(o["offset"]) for o in snap["offsets"]}
              for name, snap in snapshots.items()}
     assert stale != expected
+    in_maps = {row.group for row in spark.read.format("statestore")
+               .option("path", str(tmp_path / "checkpoint" / "query"))
+               .option("stateVarName", "groups").load().select("user_map_key.group").collect()}
+    assert in_maps >= set(expected) if map_after == 0 else not in_maps
 
     second = Job(replay_config(tmp_path, capture, **extra), spark=spark, start_exporter=False,
                  start_poller=False)
