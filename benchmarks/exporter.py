@@ -9,14 +9,23 @@ poller thread after each poll), the HTTP scrape time and size (served from the r
 the number of series, and the process's resident memory. Wall and CPU time are both printed:
 on a shared machine CPU time is the steadier figure. Target: a full scrape in under 1 s.
 
-Usage (from the repository root): python -m benchmarks.exporter
+It runs once per `metrics.granularity` (each in its own process, so memory figures do not mix),
+then prints the series count and scrape size of each side by side.
+
+Usage (from the repository root): python -m benchmarks.exporter [--granularity partition|topic]
 """
 from __future__ import annotations
 
+import argparse
 import gc
 import os
+import re
+import subprocess
+import sys
 import time
 import urllib.request
+
+from streaming.exporter.catalog import GRANULARITIES
 
 from streaming.exporter.server import ExporterSettings, start_exporter
 from streaming.exporter.metrics_cache import MetricsCache
@@ -59,11 +68,13 @@ def snapshot(group: str, topic: str, commit_round: int) -> dict:
             "updated_ms": commit_ms}
 
 
-def main() -> None:
+def run(granularity: str) -> None:
+    print(f"== metrics.granularity: {granularity}")
     gc.collect()
     rss_before = rss_mb()
     clock = [START_S]
-    view = MonitorView(ViewSettings(cluster="bench"), clock=lambda: clock[0])
+    view = MonitorView(ViewSettings(cluster="bench", granularity=granularity),
+                       clock=lambda: clock[0])
     topics = [f"topic-{t:04d}" for t in range(TOPICS)]
     groups = [(f"group-{t:04d}-{g}", topics[t]) for t in range(TOPICS)
               for g in range(GROUPS_PER_TOPIC)]
@@ -132,6 +143,28 @@ def main() -> None:
         exporter.stop()
     gc.collect()
     print(f"memory after scrapes: RSS {rss_mb():.0f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--granularity", choices=GRANULARITIES,
+                        help="one granularity in this process (default: each in its own)")
+    args = parser.parse_args()
+    if args.granularity:
+        run(args.granularity)
+        return
+    summary = []
+    for granularity in GRANULARITIES:
+        out = subprocess.run([sys.executable, "-m", "benchmarks.exporter", "--granularity",
+                              granularity], check=True, capture_output=True, text=True).stdout
+        print(out, end="")
+        series = re.search(r"^(\d+) series, ([\d.]+) MB of text", out, re.M)
+        wire = re.findall(r"HTTP scrape \((\w+)\): ([\d.]+) s wall.*?([\d.]+) MB on the wire", out)
+        summary.append((granularity, series.group(1), series.group(2), wire[-1][2], wire[-1][1]))
+    print("granularity   series   text MB   gzip MB   gzip scrape s")
+    for granularity, series, text_mb, gzip_mb, gzip_s in summary:
+        print(f"{granularity:<12}{int(series):>8}{float(text_mb):>10.1f}{float(gzip_mb):>10.1f}"
+              f"{float(gzip_s):>16.2f}")
 
 
 if __name__ == "__main__":
