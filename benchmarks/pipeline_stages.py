@@ -26,7 +26,8 @@ from collections import defaultdict
 
 from coordinator import partition_for
 from tests.support.memory_state import MemoryHandle
-from benchmarks.pipeline import T0, commit_key, commit_value, group_name, topic_of
+from benchmarks._records import T0, commit_key, commit_value
+from benchmarks.commit_load import group_name, topic_of
 
 POLL_RECORDS = 20_000   # records per Arrow batch, as the source's polls deliver them
 

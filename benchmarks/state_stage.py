@@ -26,10 +26,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from coordinator.records import encode
-from coordinator.records.layouts import TYPE_NAMES
-
-T0_MS = 1_700_000_000_000
+from benchmarks._records import T0, commit_key, commit_value
 
 
 def group_name(g: int) -> str:
@@ -39,22 +36,17 @@ def group_name(g: int) -> str:
 def commit_rows(groups: list[int], partitions: int, round_: int) -> pa.Table:
     """Offset commits (one per partition of each group) as the decode stage hands them on."""
     names, parts, offsets, stamps, keys, values = [], [], [], [], [], []
-    ts = T0_MS + round_ * 5_000
+    ts = T0 + round_ * 5_000
     position = 0
     for g in groups:
         name = group_name(g)
         for p in range(partitions):
-            key, value = encode({"type": 1, "type_name": TYPE_NAMES[1],
-                                 "key": {"group": name, "topic": f"topic-{g}", "partition": p},
-                                 "value": {"version": 3, "offset": 1000 * round_ + p,
-                                           "leader_epoch": 0, "metadata": "",
-                                           "commit_timestamp": ts}})
             names.append(name)
             parts.append(0)
             offsets.append(round_ * 10_000_000 + position)
             stamps.append(ts)
-            keys.append(key)
-            values.append(value)
+            keys.append(commit_key(name, f"topic-{g}", p))
+            values.append(commit_value(1000 * round_ + p, ts))
             position += 1
     from streaming.pipeline.stage_schema import STAGE_SCHEMA
     return pa.table([names, parts, offsets, stamps, keys, values], schema=STAGE_SCHEMA)
