@@ -322,6 +322,19 @@ def _compare_confluent(bootstrap: str, groups: int, partitions: int, rounds: int
     return groups * partitions * rounds / elapsed
 
 
+def answered_per_window(result: SteadyResult, window_s: float) -> list[int]:
+    """How many of the load's requests the broker answered in each `window_s` since the first
+    was sent: a broker falling behind shows as a falling count."""
+    if not result.sent_at:
+        return []
+    start = min(result.sent_at.values())
+    counts: dict[int, int] = {}
+    for at in result.acked_at.values():
+        slot = int((at - start) // window_s)
+        counts[slot] = counts.get(slot, 0) + 1
+    return [counts.get(slot, 0) for slot in range(max(counts, default=-1) + 1)]
+
+
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     """--groups, --partitions (per group) and --rate (steady commits/s), shared by the benchmarks
     that make this load."""
@@ -337,10 +350,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--compare", action="store_true",
                         help="also time confluent-kafka's asynchronous commits (200 groups)")
+    parser.add_argument("--kafka-version", default=None, help="default: the test broker's")
+    parser.add_argument("--heap", default=None, metavar="MAX",
+                        help="the broker's maximum heap (e.g. 3g) instead of the test broker's")
     args = parser.parse_args()
-    from tests.support.kafka_broker import start_kafka
+    from tests.support.kafka_broker import DEFAULT_VERSION, start_kafka
 
-    broker = start_kafka()
+    broker = start_kafka(args.kafka_version or DEFAULT_VERSION,
+                         heap=("-Xms512m", f"-Xmx{args.heap}") if args.heap else None)
     try:
         create_topics(broker.bootstrap, args.groups, args.partitions)
         started = time.perf_counter()
@@ -357,6 +374,8 @@ def main() -> None:
         print(f"steady: {result.commits:,} commits in {result.seconds:.1f}s = {result.rate:,.0f} "
               f"commits/s (asked {args.rate:,.0f}); commit round trip p50 "
               f"{acks[len(acks) // 2] * 1000:.1f} ms, p99 {acks[int(len(acks) * .99)] * 1000:.1f} ms")
+        print("requests answered per 10 s of the load: " + " ".join(
+            str(n) for n in answered_per_window(result, 10.0)))
     finally:
         broker.stop()
 

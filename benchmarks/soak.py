@@ -23,9 +23,12 @@ duration since the last sample (groupscope_batch_duration_seconds); the commits 
 second (groupscope_records_total); commit-to-served latency of a marker group (a commit, then
 /metrics read every second until it shows it).
 
-The driver's Python heap is not measured apart: the job exports no such figure, and tracemalloc
-costs too much to leave on; the driver's PSS (Python heap, py4j and the libraries it loaded)
-stands for it.
+The driver's Python heap is measured as the driver's anonymous memory (`Anonymous` in
+/proc/PID/smaps_rollup: the Python objects' arenas and everything else the process allocated,
+its libraries' code and files left out): the job exports no heap figure of its own, and
+tracemalloc costs too much to leave on. With `--nmt` the driver JVM runs with Java's Native
+Memory Tracking and each sample adds the memory it has committed by category (heap, class
+metadata, threads, code, GC, ...), so that a JVM growing outside its heap shows where.
 
 At the end: per series, the least-squares slope after the first 10 minutes (or after half of a
 shorter run) in % of its mean per hour, against the target (memory, descriptors, threads and
@@ -37,6 +40,7 @@ rebalancing group; a PNG of the series (benchmarks/_soak_report.py).
 Usage (from the repository root):
     python -m benchmarks.soak [--minutes 60] [--sample-every 60] [--rate 5000] [--groups 2000]
         [--partitions 25] [--rebalance-groups 5] [--rebalance-every 30] [--churn 3] [--out DIR]
+        [--nmt]
 """
 from __future__ import annotations
 
@@ -158,6 +162,33 @@ def jvm_heap_after_gc_mb(pid: int) -> float | None:
         return None
     match = _HEAP_USED.search(info)
     return int(match.group(1)) / 1024 if match else None
+
+
+def anonymous_mb(pid: int) -> float | None:
+    """The process's anonymous memory in MB (/proc/PID/smaps_rollup)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            kb = next(int(line.split()[1]) for line in fh if line.startswith("Anonymous:"))
+    except (OSError, StopIteration):
+        return None
+    return kb / 1024
+
+
+_NMT_LINE = re.compile(r"^-?\s*(Total|[A-Z][\w ]*?)\s*[:(]\s*reserved=\d+(?:KB)?, "
+                       r"committed=(\d+)(KB)?", re.M)
+
+
+def jvm_native_mb(pid: int) -> dict[str, float]:
+    """Memory the JVM has committed by Native Memory Tracking category, in MB (`nmt_<category>`;
+    nothing when the JVM runs without -XX:NativeMemoryTracking)."""
+    try:
+        text = subprocess.run(["jcmd", str(pid), "VM.native_memory", "summary", "scale=KB"],
+                              capture_output=True, text=True, timeout=60, check=True).stdout
+    except (subprocess.SubprocessError, OSError):
+        return {}
+    return {"nmt_" + name.strip().lower().replace(" ", "_"):
+            int(committed) / (1024 if unit else 2**20)
+            for name, committed, unit in _NMT_LINE.findall(text)}
 
 
 def dir_usage(path: Path) -> tuple[int, int]:
@@ -347,6 +378,7 @@ class Sampler:
     scraper: Scraper
     link: Connection
     marker: int
+    nmt: bool = False  # the JVM runs with Native Memory Tracking: sample its categories
     started: float = field(default_factory=time.time)
     rows: list[dict[str, float]] = field(default_factory=list)
     _last: tuple[float, dict[str, float]] | None = None
@@ -356,6 +388,9 @@ class Sampler:
         row: dict[str, float] = {"t_min": (now - self.started) / 60}
         row.update(process_figures(self.job.process.pid))
         row["jvm_heap_mb"] = jvm_heap_after_gc_mb(int(row["jvm_pid"])) if row["jvm_pid"] else None
+        row["driver_anon_mb"] = anonymous_mb(self.job.process.pid)
+        if self.nmt and row["jvm_pid"]:
+            row.update(jvm_native_mb(int(row["jvm_pid"])))
         for name in ("checkpoint", "history"):
             files, size = dir_usage(self.job.workdir / name)
             row[f"{name}_files"], row[f"{name}_mb"] = files, size / 2**20
@@ -381,7 +416,8 @@ class Sampler:
 
 
 COLUMNS = (("t_min", "min", 5, 1), ("pss_mb_total", "PSS MB", 7, 0),
-           ("pss_mb_driver", "driver", 7, 0), ("pss_mb_jvm", "JVM", 6, 0),
+           ("pss_mb_driver", "driver", 7, 0), ("driver_anon_mb", "d.anon", 6, 0),
+           ("pss_mb_jvm", "JVM", 6, 0),
            ("pss_mb_zygote", "zygote", 6, 0), ("pss_mb_workers", "workers", 7, 0),
            ("n_total", "procs", 5, 0), ("jvm_heap_mb", "heap MB", 7, 0),
            ("fds_total", "fds", 5, 0), ("threads_total", "thr", 5, 0),
@@ -513,7 +549,7 @@ def soak(args, stack: contextlib.ExitStack, out: Path) -> list[dict[str, float]]
     scraper = Scraper(job)
     scraper.start()
     stack.callback(scraper.stop.set)
-    sampler = Sampler(job, scraper, link, marker=args.groups)
+    sampler = Sampler(job, scraper, link, marker=args.groups, nmt=args.nmt)
     print(f"broker {broker.bootstrap}, job on 127.0.0.1:{job.port} (pid {job.process.pid}), "
           f"working in {workdir}; {args.rebalance_groups} rebalancing groups up")
     print(header())
@@ -591,7 +627,12 @@ def main() -> None:
     parser.add_argument("--rebalance-every", type=float, default=30.0, help="seconds")
     parser.add_argument("--churn", type=int, default=3, help="groups created and deleted a minute")
     parser.add_argument("--out", type=Path, default=None, help="default: a new temporary folder")
+    parser.add_argument("--nmt", action="store_true",
+                        help="run the driver JVM with Native Memory Tracking and sample it")
     args = parser.parse_args()
+    if args.nmt:
+        Groupscope.spark_conf = {**Groupscope.spark_conf, "spark.driver.extraJavaOptions":
+                                 "-XX:NativeMemoryTracking=summary"}
     out = args.out or Path(tempfile.mkdtemp(prefix="groupscope-soak-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; "
