@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The job's end-to-end tests: run a second time with local-mode tuning off.
-JOB_TESTS := tests/spark/test_job_replay.py tests/spark/test_job_stop.py tests/broker/test_job_kafka.py \
+JOB_TESTS := tests/spark/test_job_replay.py tests/spark/test_job_stop.py \
 	'tests/spark/test_job_restart.py::test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run[SIGKILL]'
 
 .PHONY: demo test check-java venv clean bench
@@ -15,7 +15,6 @@ check-java:
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 

@@ -1,9 +1,10 @@
 """groupscope on a real Spark standalone cluster (a master and two workers on 127.0.0.1, from the
 installed PySpark), run as users run it: `spark-submit --deploy-mode client deploy/groupscope/
 launch.py run -c <config>`, against the real Kafka broker's `__consumer_offsets` written by real
-consumer groups. One worker is SIGKILLed (with its executor) while commits are still arriving;
-Spark reruns the lost tasks on the other worker, and once caught up the job's group series must
-equal those of a local-mode run (`groupscope run`, `spark.master: local[2]`) of the same topic.
+consumer groups. With the default source, one worker is SIGKILLed (with its executor) while
+commits are still arriving and Spark reruns the lost tasks on the other worker; with Spark's own
+Kafka source, the connector's jars go to the executors. Once caught up the job's group series
+must equal those of a local-mode run (`groupscope run`, `spark.master: local[2]`) of the topic.
 """
 from __future__ import annotations
 
@@ -144,9 +145,13 @@ def kafka_source_jars() -> list[Path]:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("source_type", ["kafka-python", "kafka"])
+# The lost worker is tried with the default source, whose reads groupscope plans and reruns;
+# with Spark's own Kafka source what is groupscope's is shipping the connector to the executors,
+# and a rerun of its tasks is Spark's.
+@pytest.mark.parametrize("source_type, lose_a_worker", [("kafka-python", True), ("kafka", False)],
+                         ids=["kafka-python", "kafka"])
 def test_cluster_job_survives_a_lost_worker_and_equals_local_mode(cluster, broker, tmp_path,
-                                                                  source_type):
+                                                                  source_type, lose_a_worker):
     jars = kafka_source_jars() if source_type == "kafka" else []
     cluster.restore_workers()  # an earlier test of the module killed one
     prefix = f"cl-{uuid.uuid4().hex[:6]}"
@@ -165,12 +170,13 @@ def test_cluster_job_survives_a_lost_worker_and_equals_local_mode(cluster, broke
 
         for done in range(1, ROUNDS_DURING + 1):
             committers.commit_round()
-            if done == KILL_AFTER_ROUND:
+            if done == KILL_AFTER_ROUND and lose_a_worker:
                 cluster.kill_worker(1)
             time.sleep(ROUND_PAUSE_S)
-        wait_until("the master to drop the killed worker", lambda: cluster.alive_workers() == 1,
-                   job, 60, cluster)
-        assert not cluster.executors_of(1)
+        if lose_a_worker:
+            wait_until("the master to drop the killed worker",
+                       lambda: cluster.alive_workers() == 1, job, 60, cluster)
+            assert not cluster.executors_of(1)
 
         final = {}
 
