@@ -1,4 +1,4 @@
-"""Exporter benchmark: 2,000 groups holding 100,000 committed partitions.
+"""Exporter benchmark: 2,000 groups holding 100,000 committed partitions (`--topics` scales it).
 
 1,000 topics of 50 partitions, each consumed by two groups of 5 members. The view is fed 30
 end-offset polls (so every time-lag table is full and evicting) and 10 commits per partition
@@ -12,7 +12,8 @@ on a shared machine CPU time is the steadier figure. Target: a full scrape in un
 It runs once per `metrics.granularity` (each in its own process, so memory figures do not mix),
 then prints the series count and scrape size of each side by side.
 
-Usage (from the repository root): python -m benchmarks.exporter [--granularity partition|topic]
+Usage (from the repository root):
+    python -m benchmarks.exporter [--granularity partition|topic] [--topics N]
 """
 from __future__ import annotations
 
@@ -68,15 +69,15 @@ def snapshot(group: str, topic: str, commit_round: int) -> dict:
             "updated_ms": commit_ms}
 
 
-def run(granularity: str) -> None:
+def run(granularity: str, topics_count: int) -> None:
     print(f"== metrics.granularity: {granularity}")
     gc.collect()
     rss_before = rss_mb()
     clock = [START_S]
     view = MonitorView(ViewSettings(cluster="bench", granularity=granularity),
                        clock=lambda: clock[0])
-    topics = [f"topic-{t:04d}" for t in range(TOPICS)]
-    groups = [(f"group-{t:04d}-{g}", topics[t]) for t in range(TOPICS)
+    topics = [f"topic-{t:04d}" for t in range(topics_count)]
+    groups = [(f"group-{t:04d}-{g}", topics[t]) for t in range(topics_count)
               for g in range(GROUPS_PER_TOPIC)]
     view.update_topic_metadata({}, {t: PARTITIONS for t in topics})
 
@@ -149,14 +150,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--granularity", choices=GRANULARITIES,
                         help="one granularity in this process (default: each in its own)")
+    parser.add_argument("--topics", type=int, default=TOPICS,
+                        help=f"topics of {PARTITIONS} partitions, each consumed by "
+                             f"{GROUPS_PER_TOPIC} groups (10,000: 1M group-partitions)")
     args = parser.parse_args()
     if args.granularity:
-        run(args.granularity)
+        run(args.granularity, args.topics)
         return
     summary = []
     for granularity in GRANULARITIES:
         out = subprocess.run([sys.executable, "-m", "benchmarks.exporter", "--granularity",
-                              granularity], check=True, capture_output=True, text=True).stdout
+                              granularity, "--topics", str(args.topics)],
+                             check=True, capture_output=True, text=True).stdout
         print(out, end="")
         series = re.search(r"^(\d+) series, ([\d.]+) MB of text", out, re.M)
         wire = re.findall(r"HTTP scrape \((\w+)\): ([\d.]+) s wall.*?([\d.]+) MB on the wire", out)
