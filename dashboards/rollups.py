@@ -62,27 +62,22 @@ def trusted_max_lag_seconds(matchers: str = "") -> str:
     return (f"max by (cluster, group) ({selector('kafka_consumergroup_lag_seconds', matchers)} "
             f"and on (cluster, group, topic, partition) "
             f"{selector('kafka_consumergroup_lag_seconds_method', matchers)} < 3) "
-            f"or {either_granularity('max', 'kafka_consumergroup_topic_max_lag_seconds', 'cluster, group', matchers)}")
-
-
-def either_granularity(aggregation: str, metric: str, by: str, matchers: str = "",
-                       function: str = "") -> str:
-    """`aggregation by (by)` over a per-topic family of `metrics.granularity: topic`, wrapped in
-    `function(...[window])` when given as e.g. "rate:5m"."""
-    series = selector(metric, matchers)
-    if function:
-        name, window = function.split(":")
-        series = f"{name}({series}[{window}])"
-    return f"{aggregation} by ({by}) ({series})"
+            f"or max by (cluster, group) "
+            f"({selector('kafka_consumergroup_topic_max_lag_seconds', matchers)})")
 
 
 def per_topic(aggregation: str, partition_metric: str, topic_metric: str, matchers: str = "",
-              function: str = "") -> str:
+              rate_window: str = "") -> str:
     """A (cluster, group, topic) roll-up of a per-partition family, or at `metrics.granularity:
-    topic` of the per-topic family that replaces it: one expression serves both."""
-    by = "cluster, group, topic"
-    return (f"{either_granularity(aggregation, partition_metric, by, matchers, function)} "
-            f"or {either_granularity(aggregation, topic_metric, by, matchers, function)}")
+    topic` of the per-topic family that replaces it: one expression serves both. With
+    `rate_window`, of the families' rates over that window."""
+    def rolled(metric: str) -> str:
+        series = selector(metric, matchers)
+        if rate_window:
+            series = f"rate({series}[{rate_window}])"
+        return f"{aggregation} by (cluster, group, topic) ({series})"
+
+    return f"{rolled(partition_metric)} or {rolled(topic_metric)}"
 
 
 @dataclass(frozen=True)
@@ -115,7 +110,7 @@ def _group_rollups() -> list[RecordingRule]:
                       "sum by (cluster, topic) (rate(kafka_partition_log_end_offset[5m]))"),
         RecordingRule("cluster_group_topic:kafka_consumergroup_committed_offset:rate5m",
                       per_topic("sum", "kafka_consumergroup_committed_offset",
-                                "kafka_consumergroup_topic_committed_offset", function="rate:5m")),
+                                "kafka_consumergroup_topic_committed_offset", rate_window="5m")),
         RecordingRule("cluster_group_topic:kafka_consumergroup_messages_lost:sum",
                       per_topic("sum", "kafka_consumergroup_messages_lost",
                                 "kafka_consumergroup_topic_messages_lost")),

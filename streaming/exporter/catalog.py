@@ -28,8 +28,8 @@ from coordinator.timelag import TimeLagMethod
 
 GAUGE, COUNTER, HISTOGRAM = "gauge", "counter", "histogram"
 
-# metrics.granularity: a group's lag figures per partition, or per topic only (sums and maxima
-# instead of a series per partition: a tenth of the series at ten partitions a topic).
+# metrics.granularity: a group's lag figures per partition, or per topic only (sums, maxima and
+# counts: one series per group and topic where there was one per partition).
 PARTITION, TOPIC = "partition", "topic"
 GRANULARITIES = (PARTITION, TOPIC)
 
@@ -130,11 +130,9 @@ CATALOG: tuple[MetricFamily, ...] = (
        "Subscribed partitions that no member owns.", GT),
     # Lag
     _f("kafka_consumergroup_committed_offset", GAUGE,
-       "Last committed offset (read_committed view).", GTP,
-       granularity=PARTITION),
+       "Last committed offset (read_committed view).", GTP, granularity=PARTITION),
     _f("kafka_consumergroup_commit_timestamp_seconds", GAUGE,
-       "Broker commit time of the committed offset.", GTP,
-       granularity=PARTITION),
+       "Broker commit time of the committed offset.", GTP, granularity=PARTITION),
     _f("kafka_partition_log_end_offset", GAUGE, "Log end offset from the end-offset poller.", TP),
     _f("kafka_partition_log_start_offset", GAUGE, "Log start offset from the end-offset poller.",
        TP),
@@ -146,8 +144,7 @@ CATALOG: tuple[MetricFamily, ...] = (
        f"How lag_seconds was obtained: {_lag_seconds_methods()} (lower bound).", GTP,
        granularity=PARTITION),
     _f("kafka_consumergroup_messages_lost", GAUGE,
-       "Records removed by retention before the group read them.", GTP,
-       granularity=PARTITION),
+       "Records removed by retention before the group read them.", GTP, granularity=PARTITION),
     _f("kafka_consumergroup_topic_lag", GAUGE, "Sum of partition lags per topic.", GT),
     _f("kafka_consumergroup_topic_max_lag", GAUGE, "Highest partition lag per topic.", GT,
        granularity=TOPIC),
@@ -174,8 +171,7 @@ CATALOG: tuple[MetricFamily, ...] = (
     _f("kafka_consumergroup_status", GAUGE,
        f"Group health: {_codes(s for s in Status if s <= Status.ERR)}.", G),
     _f("kafka_consumergroup_partition_status", GAUGE, f"Partition health: {_codes(Status)}.",
-       GTP,
-       granularity=PARTITION),
+       GTP, granularity=PARTITION),
     _f("kafka_consumergroup_topic_status_partitions", GAUGE,
        "Partitions of the topic in each partition status (only statuses some partition has).",
        GT + ("status",), granularity=TOPIC),
@@ -195,8 +191,7 @@ CATALOG: tuple[MetricFamily, ...] = (
     *_only_with(
         KAFKA_EXPORTER,
         _f("kafka_consumergroup_current_offset", GAUGE, "Committed offset (kafka_exporter names).",
-           KE_G + ("topic", "partition"),
-       granularity=PARTITION),
+           KE_G + ("topic", "partition"), granularity=PARTITION),
         _f("kafka_consumergroup_current_offset_sum", GAUGE,
            "Sum of committed offsets per topic (kafka_exporter names).", KE_G + ("topic",)),
         _f("kafka_consumergroup_lag_sum", GAUGE, "Sum of lags per topic (kafka_exporter names).",
@@ -211,11 +206,9 @@ CATALOG: tuple[MetricFamily, ...] = (
     *_only_with(
         KAFKA_LAG_EXPORTER,
         _f("kafka_consumergroup_group_offset", GAUGE,
-           "Committed offset (kafka-lag-exporter names).", KLE_P,
-       granularity=PARTITION),
+           "Committed offset (kafka-lag-exporter names).", KLE_P, granularity=PARTITION),
         _f("kafka_consumergroup_group_lag_seconds", GAUGE, "Time lag (kafka-lag-exporter names).",
-           KLE_P,
-       granularity=PARTITION),
+           KLE_P, granularity=PARTITION),
         _f("kafka_consumergroup_group_sum_lag", GAUGE, "Sum of partition lags.", KLE + ("group",)),
         _f("kafka_consumergroup_group_topic_sum_lag", GAUGE, "Sum of partition lags per topic.",
            KLE + ("group", "topic")),
@@ -231,12 +224,11 @@ CATALOG: tuple[MetricFamily, ...] = (
         _f("burrow_kafka_consumer_status", GAUGE, "Burrow group status code.", BURROW_G),
         _f("burrow_kafka_consumer_lag_total", GAUGE, "Burrow total group lag.", BURROW_G),
         _f("burrow_kafka_topic_partition_status", GAUGE, "Burrow partition status code.",
-           BURROW_GTP,
-       granularity=PARTITION),
+           BURROW_GTP, granularity=PARTITION),
         _f("burrow_kafka_consumer_current_offset", GAUGE, "Burrow committed offset.", BURROW_GTP,
-       granularity=PARTITION),
+           granularity=PARTITION),
         _f("burrow_kafka_consumer_partition_lag", GAUGE, "Burrow partition lag.", BURROW_GTP,
-       granularity=PARTITION),
+           granularity=PARTITION),
         _f("burrow_kafka_topic_partition_offset", GAUGE, "Burrow log end offset.", TP),
     ),
     # The monitor itself

@@ -211,7 +211,7 @@ class Evaluator:
         name = group.name
         ke, kle, burrow = self.ke, self.kle, self.burrow
         rows: list[tuple[str, int, float]] = []
-        statuses: list[Status] = []
+        statuses: list[tuple[str, Status]] = []  # (topic, status) per exported partition
         if self.per_partition:
             compat = ke or kle or burrow
             lag_out = _out(sink, "kafka_consumergroup_lag").append
@@ -223,7 +223,6 @@ class Evaluator:
             compat = False
             lag_out = seconds_out = method_out = lost_out = status_out = _discard
             lost_by_topic: dict[str, int] = {}
-            status_by_topic: list[tuple[str, Status]] = []
         for part in self._exported_partitions(group):
             key = part.key
             topic = part.topic
@@ -232,10 +231,8 @@ class Evaluator:
             ends = ends_by_key.get(key)
             timeline = ends.timeline if ends is not None else None
             if timeline is None or not timeline.offsets:
-                statuses.append(Status.NOTFOUND)
+                statuses.append((topic, Status.NOTFOUND))
                 status_out((labels, 0))
-                if not self.per_partition:
-                    status_by_topic.append((topic, Status.NOTFOUND))
                 if compat:
                     self._compat_partition(group, key, part, None, None, Status.NOTFOUND, sink)
                 continue
@@ -258,19 +255,18 @@ class Evaluator:
 
             status = evaluate_partition(part.window, lag, now, recently_caught_up,
                                         status_settings)
-            statuses.append(status)
+            statuses.append((topic, status))
             status_out((labels, int(status)))
             if compat:
                 self._compat_partition(group, key, part, lag, seconds, status, sink)
             if not self.per_partition:
                 lost_by_topic[topic] = lost_by_topic.get(topic, 0) + lost
-                status_by_topic.append((topic, status))
         rollup = self._group_rollups(group, rows, statuses, sink)
         if not self.per_partition:
-            self._topic_rollups(group, rollup, lost_by_topic, status_by_topic, sink)
+            self._topic_rollups(group, rollup, lost_by_topic, statuses, sink)
 
     def _topic_rollups(self, group: GroupRecord, rollup: LagRollup | None,
-                       lost_by_topic: dict[str, int], status_by_topic: list[tuple[str, Status]],
+                       lost_by_topic: dict[str, int], statuses: list[tuple[str, Status]],
                        sink: Sink) -> None:
         """What metrics.granularity=topic serves instead of the per-partition series: maxima,
         losses and partitions per status for each topic (its lag sum is served at both)."""
@@ -286,23 +282,23 @@ class Evaluator:
         for topic, lost in sorted(lost_by_topic.items()):
             lost_out(((c, name, topic), lost))
         counts: dict[tuple[str, Status], int] = {}
-        for topic_status in status_by_topic:
+        for topic_status in statuses:
             counts[topic_status] = counts.get(topic_status, 0) + 1
         status_out = _out(sink, "kafka_consumergroup_topic_status_partitions").append
         for (topic, status), n in sorted(counts.items()):
             status_out(((c, name, topic, status.name), n))
 
     def _group_rollups(self, group: GroupRecord, rows: list[tuple[str, int, float]],
-                       statuses: list[Status], sink: Sink) -> LagRollup | None:
+                       statuses: list[tuple[str, Status]], sink: Sink) -> LagRollup | None:
         """Sums and maxima over the partitions whose end offset is known. A group none of whose
         partitions has one (a topic the principal may not describe, deleted, or not polled yet)
         has no lag figure at all rather than a lag of 0, which no lag alert would ever fire on;
         `kafka_consumergroup_lag_unknown_partitions` says how many partitions are unknown."""
         c, name = self.cluster, group.name
         key = (c, name)
-        unknown = sum(1 for status in statuses if status is Status.NOTFOUND)
+        unknown = sum(1 for _, status in statuses if status is Status.NOTFOUND)
         _out(sink, "kafka_consumergroup_lag_unknown_partitions").append((key, unknown))
-        overall = group_status(statuses) if statuses else Status.NOTFOUND
+        overall = group_status(status for _, status in statuses) if statuses else Status.NOTFOUND
         _out(sink, "kafka_consumergroup_status").append((key, int(overall)))
         if self.burrow:
             _out(sink, "burrow_kafka_consumer_status").append((key, int(overall)))

@@ -4,7 +4,7 @@ Group state is kept in shards (streaming.pipeline.shard_state). The number of sh
 number, so reading a checkpoint with another number would lose every group that moves. A new
 checkpoint records the number it starts with (STATE_LAYOUT_FILE, next to the query's own
 directory); one with group state but no record was written with LEGACY_STATE_SHARDS, the only
-number before the record existed. How a shard keeps its groups (streaming.pipeline.state_stage
+number before the record existed. How a shard keeps its groups (streaming.pipeline.shard_state
 STATE_LAYOUTS) is the checkpoint's own too: a new one records GROUP_MAP; one whose record does
 not say was written in SHARD_VALUE layout, the only one before, and keeps it.
 

@@ -160,8 +160,9 @@ class GroupProcessor(StatefulProcessor):
                 entries[group] = state.to_bytes()
         if isinstance(entries, dict):
             if self.layout == GROUP_MAP and len(entries) > self.map_after:
+                in_map = _GroupEntries(self.groups)
                 for group, blob in entries.items():
-                    self.groups.updateValue((group,), (blob,))
+                    in_map[group] = blob
                 self.state.clear()
             else:
                 self.state.update((pack_entries(entries),))
