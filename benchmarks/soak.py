@@ -631,8 +631,10 @@ def main() -> None:
                         help="run the driver JVM with Native Memory Tracking and sample it")
     args = parser.parse_args()
     if args.nmt:
+        # JDK 17's tracker aborts (virtualMemoryTracker.cpp ShouldNotReachHere) when it meets
+        # the class cache's dynamic CDS archive mapped at start, so class sharing is off too.
         Groupscope.spark_conf = {**Groupscope.spark_conf, "spark.driver.extraJavaOptions":
-                                 "-XX:NativeMemoryTracking=summary"}
+                                 "-XX:NativeMemoryTracking=summary -Xshare:off"}
     out = args.out or Path(tempfile.mkdtemp(prefix="groupscope-soak-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; "
