@@ -102,7 +102,7 @@ def run(granularity: str, topics_count: int) -> None:
     gc.collect()
     rss_filled = rss_mb()
 
-    partitions = sum(len(g.partitions) for g in view.groups.values())
+    partitions = len(view.table)
     print(f"groups={len(view.groups)} committed partitions={partitions} "
           f"topic partitions={len(view.ends)}")
     print(f"feed (CPU): {COMMITS} snapshot rounds {feed_snapshots:.2f} s "
@@ -112,9 +112,9 @@ def run(granularity: str, topics_count: int) -> None:
           f"(+{rss_filled - rss_before:.0f} MB)")
 
     cache = MetricsCache(view)
-    for label in ("full: state and lag of every group", "after a poll: lag part only"):
+    for label in ("full: state and lag of every group", "after a poll: the lag part"):
         if label.startswith("after"):
-            ends = {key: entry.timeline.latest[0] + 100 for key, entry in view.ends.items()}
+            ends = {key: view.log_end(key)[0] + 100 for key in view.polled()}
             view.update_end_offsets(ends, {}, clock[0] - 1, 0.2)
         started = time.perf_counter()
         cpu = time.process_time()

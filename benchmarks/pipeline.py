@@ -101,12 +101,12 @@ def complete_groups(view, groups: int, partitions: int, rounds: int) -> int:
     done = 0
     with view.lock:
         for g in range(groups):
-            record = view.groups.get(group_name(g))
-            if record is None or len(record.partitions) != partitions:
+            committed = view.committed(group_name(g))
+            if len(committed) != partitions:
                 continue
             topic = topic_of(g)
-            if all(record.partitions[(topic, p)].offset == final_offset(rounds, p)
-                   for p in range(partitions) if (topic, p) in record.partitions):
+            if all(committed[(topic, p)] == final_offset(rounds, p)
+                   for p in range(partitions) if (topic, p) in committed):
                 done += 1
     return done
 

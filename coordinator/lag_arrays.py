@@ -151,23 +151,30 @@ def partition_statuses(lag: np.ndarray, lag_known: np.ndarray, window_times: np.
     return status
 
 
-def add_commits(rows: np.ndarray, offsets: np.ndarray, times: np.ndarray, lags: np.ndarray,
-                w_offsets: np.ndarray, w_times: np.ndarray, w_lags: np.ndarray,
-                lengths: np.ndarray, min_distance_s: float) -> None:
-    """`CommitWindow.add` for commits (rows[i] gets (offsets[i], times[i], lags[i])), in
-    order, updating the window arrays in place. A row may appear several times: its commits
-    are applied in the order given, one round per repetition."""
+def rounds(rows: np.ndarray) -> list[np.ndarray]:
+    """Positions of `rows` split into rounds in which no row repeats: round k holds each row's
+    (k+1)-th occurrence, so applying the rounds in turn applies each row's items in order."""
     if not len(rows):
-        return
+        return []
     order = np.argsort(rows, kind="stable")
     sorted_rows = rows[order]
     run_start = np.r_[0, np.flatnonzero(sorted_rows[1:] != sorted_rows[:-1]) + 1]
     starts = np.repeat(run_start, np.diff(np.r_[run_start, len(rows)]))
     rank = np.empty(len(rows), dtype=np.int64)
     rank[order] = np.arange(len(rows)) - starts
+    if not rank.any():
+        return [np.arange(len(rows))]
+    return [np.flatnonzero(rank == k) for k in range(int(rank.max()) + 1)]
+
+
+def add_commits(rows: np.ndarray, offsets: np.ndarray, times: np.ndarray, lags: np.ndarray,
+                w_offsets: np.ndarray, w_times: np.ndarray, w_lags: np.ndarray,
+                lengths: np.ndarray, min_distance_s: float) -> None:
+    """`CommitWindow.add` for commits (rows[i] gets (offsets[i], times[i], lags[i])), in
+    order, updating the window arrays in place. A row may appear several times: its commits
+    are applied in the order given, one round per repetition."""
     size = w_offsets.shape[1]
-    for k in range(int(rank.max()) + 1):
-        pick = np.flatnonzero(rank == k)
+    for pick in rounds(rows):
         r, o, t, lag = rows[pick], offsets[pick], times[pick], lags[pick]
         length = lengths[r]
         last_t = _take(w_times[r], length - 1)

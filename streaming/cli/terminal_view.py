@@ -1,7 +1,7 @@
 """A live terminal picture of the MonitorView: one row per group, then the latest rebalances.
 
 `snapshot(view)` reads the view under its lock (lag, time lag and status are evaluated by the
-exporter's own `Evaluator`, so the screen and /metrics agree); `render(data, width)` turns that
+exporter's own `evaluation.lag_part`, so the screen and /metrics agree); `render(data, width)` turns that
 into text and is pure. `TerminalView` redraws every few seconds: clear and redraw on a terminal,
 plain periodic printouts otherwise.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from coordinator.status import Status
-from streaming.exporter.evaluation import Evaluator
+from streaming.exporter.evaluation import lag_part
 from streaming.exporter.view import MonitorView
 
 RECENT_REBALANCES = 8
@@ -80,8 +80,8 @@ def snapshot(view: MonitorView, title: Sequence[str] = (),
     """What the screen shows, read from the view at its clock's now."""
     with view.lock:
         now = view.clock()
-        evaluator = Evaluator(view, now)
-        rows = [_group_row(evaluator, view.groups[name]) for name in sorted(view.groups)]
+        lag = _lag_by_group(lag_part(view, now))
+        rows = [_group_row(lag, view.groups[name]) for name in sorted(view.groups)]
         recent = getattr(view, "recent_rebalances", None)
         if recent is None:  # a plain view: each group's last rebalance
             recent = [g.snapshot["last_rebalance"] for g in view.groups.values()
@@ -96,13 +96,26 @@ def snapshot(view: MonitorView, title: Sequence[str] = (),
                     ready, max(0.0, now - newest / 1000.0) if newest else None)
 
 
-def _group_row(evaluator: Evaluator, group) -> GroupRow:
-    sink: dict[str, list] = {}
-    evaluator.group_lag(group, sink)
+_GROUP_FIGURES = ("kafka_consumergroup_topic_lag", "kafka_consumergroup_group_max_lag_seconds",
+                  "kafka_consumergroup_status")
+
+
+def _lag_by_group(families) -> dict[str, dict[str, list]]:
+    """group -> family -> its values, for the families a row shows."""
+    by_group: dict[str, dict[str, list]] = {}
+    for family in families:
+        if family.name in _GROUP_FIGURES:
+            for labels, value in family.samples():
+                by_group.setdefault(labels[1], {}).setdefault(family.name, []).append(value)
+    return by_group
+
+
+def _group_row(lag: dict[str, dict[str, list]], group) -> GroupRow:
+    sink = lag.get(group.name, {})
     snap = group.snapshot or {}
-    topic_lags = [value for _, value in sink.get("kafka_consumergroup_topic_lag", [])]
-    max_seconds = [value for _, value in sink.get("kafka_consumergroup_group_max_lag_seconds", [])]
-    status = [value for _, value in sink.get("kafka_consumergroup_status", [])]
+    topic_lags = sink.get("kafka_consumergroup_topic_lag", [])
+    max_seconds = sink.get("kafka_consumergroup_group_max_lag_seconds", [])
+    status = sink.get("kafka_consumergroup_status", [])
     last = snap.get("last_rebalance") or {}
     group_type = snap.get("group_type") or "?"
     return GroupRow(

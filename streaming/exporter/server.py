@@ -72,7 +72,7 @@ def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
                 pieces = gzipped(pieces)
                 headers.append(("Content-Encoding", "gzip"))
             start_response("200 OK", headers)
-            return (piece for piece in pieces if piece)
+            return _as_bytes(pieces)
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"not found: try /metrics or /healthz\n"]
 
@@ -87,6 +87,20 @@ def gzipped(pieces: Iterable[bytes]) -> Iterator[bytes]:
         if piece:
             yield compressor.compress(piece)
     yield compressor.flush()
+
+
+_WRITE_SIZE = 1 << 20
+
+
+def _as_bytes(pieces: Iterable[bytes | memoryview]) -> Iterator[bytes]:
+    """WSGI writes bytes only; the lag part is served from Arrow's buffers as memoryviews,
+    copied out a megabyte at a time rather than whole."""
+    for piece in pieces:
+        if isinstance(piece, memoryview):
+            for first in range(0, len(piece), _WRITE_SIZE):
+                yield piece[first:first + _WRITE_SIZE].tobytes()
+        elif piece:
+            yield piece
 
 
 def _authorised(environ, settings: ExporterSettings) -> bool:

@@ -1,5 +1,10 @@
 """MonitorView: the driver-side, in-memory picture the exporter serves.
 
+Per group it keeps an object (state, members, rebalance counters); the committed partitions of
+every group and the end offsets of every partition are columns (`PartitionTable`, `EndsTable`),
+evaluated a column at a time (`streaming.exporter.lag_frame`): at a million group-partitions an
+object each was most of the driver's memory and time.
+
 Two writers feed it: the Spark job (group snapshots, events, record counters, progress on
 `__consumer_offsets`, batch durations) and the end-offset poller (log end / start offsets and
 topic metadata). The exporter reads it. Every public method takes one lock, so each writer's
@@ -14,9 +19,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from coordinator.status import Commit, CommitWindow, StatusSettings
-from coordinator.timelag import DEFAULT_TABLE_SIZE, OffsetTimeline
+import numpy as np
+
+from coordinator.lag_arrays import NO_LAG, offsets_at
+from coordinator.status import StatusSettings
+from coordinator.timelag import DEFAULT_TABLE_SIZE
 from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, PARTITION
+from streaming.exporter.ends_table import EndsTable, tp_key
+from streaming.exporter.lag_render import NameTable
+from streaming.exporter.partition_table import Names, PartitionTable
 from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, Histogram
 from streaming.exporter.selection import EVERYTHING, Selection
 
@@ -49,33 +60,16 @@ class ViewSettings:
             raise ValueError("groups.expire_after must be > 0 and groups.dead_grace >= 0")
 
 
-class CommittedPartition:
-    """A group's committed position on one partition, with its recent commit history."""
-
-    __slots__ = ("topic", "partition", "key", "offset", "commit_s", "window", "labels",
-                 "negative_seen_at")
-
-    def __init__(self, cluster: str, group: str, topic: str, partition: int,
-                 status: StatusSettings) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.key = (topic, partition)
-        self.offset = -1
-        self.commit_s = 0.0
-        self.window = CommitWindow(status)
-        self.labels = (cluster, group, topic, str(partition))  # shared by the per-partition series
-        self.negative_seen_at: int | None = None  # end offset at which a negative lag was counted
-
-
 class GroupRecord:
-    __slots__ = ("name", "snapshot", "partitions", "subscribed", "owners", "rebalances",
+    __slots__ = ("name", "id", "snapshot", "partitions", "subscribed", "owners", "rebalances",
                  "partitions_moved", "last_rebalance_s", "rebalance_duration", "sync_duration",
                  "downtime", "dead_since_s", "last_activity_s", "ever_had_members")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, group_id: int) -> None:
         self.name = name
+        self.id = group_id  # its id in the PartitionTable's group column
         self.snapshot: dict[str, Any] | None = None
-        self.partitions: dict[TopicPartition, CommittedPartition] = {}
+        self.partitions: dict[TopicPartition, int] = {}  # -> row of the PartitionTable
         self.subscribed: frozenset[str] | None = None  # last non-empty subscription seen
         self.owners: dict[TopicPartition, dict[str, Any]] = {}
         self.rebalances = 0
@@ -89,17 +83,6 @@ class GroupRecord:
         self.ever_had_members = False
 
 
-class PartitionEnds:
-    """What the poller knows about one partition's log."""
-
-    __slots__ = ("timeline", "start", "observed_s")
-
-    def __init__(self, table_size: int) -> None:
-        self.timeline = OffsetTimeline(table_size)
-        self.start: int | None = None
-        self.observed_s = 0.0
-
-
 class MonitorView:
     def __init__(self, settings: ViewSettings | None = None,
                  clock: Callable[[], float] = time.time) -> None:
@@ -107,7 +90,17 @@ class MonitorView:
         self.clock = clock
         self.lock = threading.RLock()
         self.groups: dict[str, GroupRecord] = {}
-        self.ends: dict[TopicPartition, PartitionEnds] = {}
+        self.group_ids = Names()
+        self.topics = Names()  # topic name -> id, for the columns
+        self.table = PartitionTable(self.settings.status.window_size)
+        self.ends = EndsTable(self.settings.time_table_size)
+        # Commits gathered while a batch is applied, then applied to the table at once.
+        self._pending: list[tuple[int, int, float]] = []
+        self._released: list[int] = []
+        self.groups_version = 0  # bumped when a group appears, dies or goes
+        self._order: tuple | None = None  # exposition_order's cache
+        self._topic_rank: np.ndarray | None = None
+        self._topic_names = None
         self.topic_names: dict[str, str] = {}       # KIP-848 topic id -> name
         self.partition_counts: dict[str, int] = {}  # topic -> partitions, from metadata
         self.records_total: dict[str, int] = {}
@@ -124,9 +117,6 @@ class MonitorView:
         # last looked; `version` is bumped when something every group's state depends on changes
         # (topic metadata), `ends_version` when end offsets change (every poll).
         self.changed_groups: set[str] = set()
-        # Partitions whose end offset or log start changed since the cache last looked: a group
-        # whose partitions all sat at their end needs no new lag figures until one of them does.
-        self.moved_ends: set[TopicPartition] = set()
         self.version = 0
         self.ends_version = 0
 
@@ -138,6 +128,7 @@ class MonitorView:
             now = self.clock()
             for snapshot in snapshots:
                 self._apply_snapshot(snapshot, now)
+            self._flush()
 
     def apply_events(self, events: Iterable[Mapping[str, Any]]) -> None:
         """Count rebalances, downtimes, deletions and commits (event.to_dict() shapes)."""
@@ -145,6 +136,7 @@ class MonitorView:
             now = self.clock()
             for event in events:
                 self._apply_event(event, now)
+            self._flush()
 
     def set_record_totals(self, by_type_name: Mapping[str, int],
                           skipped_by_reason: Mapping[str, int]) -> None:
@@ -180,28 +172,10 @@ class MonitorView:
                            starts: Mapping[TopicPartition, int], observed_s: float,
                            poll_duration_s: float) -> None:
         with self.lock:
-            size = self.settings.time_table_size
-            moved = self.moved_ends
-            for key, end in ends.items():
-                entry = self.ends.get(key)
-                if entry is None:
-                    entry = self.ends[key] = PartitionEnds(size)
-                offsets = entry.timeline.offsets
-                if not offsets or offsets[-1] != end:
-                    moved.add(key)
-                if not entry.timeline.add(end, observed_s):
-                    latest = entry.timeline.latest
-                    if latest is not None and end < latest[0]:
-                        # The log went backwards (topic re-created or truncated): old samples lie.
-                        entry.timeline.reset()
-                        entry.timeline.add(end, observed_s)
-                entry.observed_s = observed_s
-            for key, start in starts.items():
-                entry = self.ends.get(key)
-                if entry is not None:
-                    if entry.start != start:
-                        moved.add(key)
-                    entry.start = start
+            topic_id = self.topics.id
+            self.ends.update({tp_key(topic_id(t), p): end for (t, p), end in ends.items()},
+                             {tp_key(topic_id(t), p): start for (t, p), start in starts.items()},
+                             observed_s)
             self._forget_unwanted_ends()
             self.ends_version += 1
             self.poll_duration.observe(poll_duration_s)
@@ -239,31 +213,34 @@ class MonitorView:
             group = self.groups[name]
             if group.dead_since_s is not None:
                 if now - group.dead_since_s >= settings.dead_grace_s:
-                    del self.groups[name]
+                    self._drop_group(group)
             elif group.last_activity_s and now - group.last_activity_s > settings.expire_after_s:
-                del self.groups[name]
+                self._drop_group(group)
+        self._flush()
+
+    def _drop_group(self, group: GroupRecord) -> None:
+        self._released.extend(group.partitions.values())
+        group.partitions.clear()
+        del self.groups[group.name]
+        self.group_ids.release(group.name)
+        self.groups_version += 1
 
     def _forget_unwanted_ends(self) -> None:
-        wanted = set()
-        for group in self.groups.values():
-            wanted.update(group.partitions)
-        for key in [key for key in self.ends if key not in wanted]:
-            del self.ends[key]
-            self.moved_ends.add(key)
+        table = self.table
+        wanted = np.unique(table.tp[table.live])
+        held = np.array(self.ends.keys(), dtype=np.int64)
+        self.ends.forget(held[~np.isin(held, wanted)].tolist())
 
     def take_changed_groups(self) -> set[str]:
         changed, self.changed_groups = self.changed_groups, set()
         return changed
 
-    def take_moved_ends(self) -> set[TopicPartition]:
-        moved, self.moved_ends = self.moved_ends, set()
-        return moved
-
     def _group(self, name: str) -> GroupRecord:
         self.changed_groups.add(name)
         group = self.groups.get(name)
         if group is None:
-            group = self.groups[name] = GroupRecord(name)
+            group = self.groups[name] = GroupRecord(name, self.group_ids.id(name))
+            self.groups_version += 1
         return group
 
     def tracks(self, group: str) -> bool:
@@ -278,15 +255,18 @@ class MonitorView:
             self._mark_dead(name, now, snapshot)
             return
         group = self._group(name)
-        group.dead_since_s = None
+        if group.dead_since_s is not None:
+            group.dead_since_s = None
+            self.groups_version += 1
         # The offsets live in `partitions`; keeping them in the snapshot too would double memory.
         group.snapshot = {k: v for k, v in snapshot.items() if k != "offsets"}
         members = snapshot.get("members") or []
         if members:
             group.ever_had_members = True
         subscribed = snapshot.get("subscribed_topics") or []
-        if subscribed:
+        if subscribed and frozenset(subscribed) != group.subscribed:
             group.subscribed = frozenset(subscribed)
+            self._export(group)
         group.owners = self._owners(snapshot)
         activity = (snapshot.get("updated_ms") or 0) / 1000.0
         seen: set[TopicPartition] = set()
@@ -300,7 +280,8 @@ class MonitorView:
             self._commit(group, key, int(entry["offset"]), commit_s)
             activity = max(activity, commit_s)
         for key in [key for key in group.partitions if key not in seen]:
-            del group.partitions[key]  # offset tombstone (deleted or expired offsets)
+            # An offset tombstone (deleted or expired offsets).
+            self._released.append(group.partitions.pop(key))
         last_rebalance = snapshot.get("last_rebalance")
         if last_rebalance and last_rebalance.get("end_ms") is not None:
             end_s = last_rebalance["end_ms"] / 1000.0
@@ -308,24 +289,117 @@ class MonitorView:
                 group.last_rebalance_s = end_s
         group.last_activity_s = max(group.last_activity_s, activity)
 
+    def _exported(self, group: GroupRecord, topic: str) -> bool:
+        """Whether a partition's series are served: subscribed topics only, by default."""
+        subscribed = group.subscribed
+        return self.settings.include_unsubscribed or subscribed is None or topic in subscribed
+
+    def _export(self, group: GroupRecord) -> None:
+        if group.partitions:
+            self.table.set_exported(list(group.partitions.values()),
+                                    [self._exported(group, t) for t, _ in group.partitions])
+
     def _commit(self, group: GroupRecord, key: TopicPartition, offset: int,
                 commit_s: float) -> None:
-        partition = group.partitions.get(key)
-        if partition is None:
-            partition = group.partitions[key] = CommittedPartition(
-                self.settings.cluster, group.name, key[0], key[1], self.settings.status)
-        if commit_s < partition.commit_s:
-            return  # an older commit than the one we hold (replay): keep the newer
-        partition.offset = offset
-        partition.commit_s = commit_s
-        partition.window.add(Commit(offset, commit_s, self._lag_at(key, offset, commit_s)))
+        row = group.partitions.get(key)
+        if row is None:
+            topic, partition = key
+            topic_id = self.topics.id(topic)
+            row = group.partitions[key] = self.table.add(
+                group.id, topic_id, partition, tp_key(topic_id, partition),
+                self._exported(group, topic))
+        self._pending.append((row, offset, commit_s))
 
-    def _lag_at(self, key: TopicPartition, offset: int, when_s: float) -> int | None:
-        entry = self.ends.get(key)
-        if entry is None:
-            return None
-        end = entry.timeline.offset_at(when_s)
-        return None if end is None else max(0, end - offset)
+    def _flush(self) -> None:
+        """Apply the gathered commits to the table, each with its lag when it was made (from
+        the end offsets known at its commit time), then free the rows given up."""
+        pending, self._pending = self._pending, []
+        if pending:
+            rows = np.fromiter((p[0] for p in pending), dtype=np.int64, count=len(pending))
+            offsets = np.fromiter((p[1] for p in pending), dtype=np.int64, count=len(pending))
+            times = np.fromiter((p[2] for p in pending), dtype=np.float64, count=len(pending))
+            ends = self.ends
+            at = ends.rows_of(self.table.tp[rows])
+            have = at >= 0
+            lags = np.full(len(rows), NO_LAG, dtype=np.int64)
+            if have.any():
+                r = at[have]
+                end, known = offsets_at(ends.offsets[r], ends.times[r], ends.counts[r],
+                                        times[have])
+                lags[have] = np.where(known, np.maximum(0, end - offsets[have]), NO_LAG)
+            self.table.commit(rows, offsets, times, lags, self.settings.status.min_distance_s)
+        released, self._released = self._released, []
+        self.table.release(released)
+
+    def _tp(self, key: TopicPartition) -> int | None:
+        topic_id = self.topics.ids.get(key[0])
+        return None if topic_id is None else tp_key(topic_id, key[1])
+
+    def log_end(self, key: TopicPartition) -> tuple[int, float] | None:
+        """The latest log end offset polled for `key`, and when; None if it is not held."""
+        with self.lock:
+            tp = self._tp(key)
+            return None if tp is None else self.ends.latest(tp)
+
+    def log_start(self, key: TopicPartition) -> int | None:
+        with self.lock:
+            tp = self._tp(key)
+            return None if tp is None else self.ends.start(tp)
+
+    def end_samples(self, key: TopicPartition) -> list[tuple[int, float]]:
+        """The time-lag table of `key`: (log end offset, observed time), oldest first."""
+        with self.lock:
+            tp = self._tp(key)
+            return [] if tp is None else self.ends.samples(tp)
+
+    def polled(self) -> set[TopicPartition]:
+        """The partitions whose end offsets the view holds."""
+        with self.lock:
+            names = self.topics.names
+            return {(names[key >> 32], key & 0xFFFFFFFF) for key in self.ends.keys()}
+
+    def committed(self, group: str) -> dict[TopicPartition, int]:
+        """The committed offset of each partition the view holds for `group`."""
+        with self.lock:
+            record = self.groups.get(group)
+            if record is None:
+                return {}
+            return {key: int(self.table.offset[row]) for key, row in record.partitions.items()}
+
+    def topic_rank(self) -> np.ndarray:
+        """Each topic id's place in name order."""
+        names = self.topics.names
+        if self._topic_rank is None or len(self._topic_rank) != len(names):
+            by_name = sorted(range(len(names)), key=lambda i: names[i] or "")
+            self._topic_rank = np.empty(len(names), dtype=np.int64)
+            self._topic_rank[by_name] = np.arange(len(names))
+        return self._topic_rank
+
+    def topic_table(self) -> NameTable:
+        """The topics' names by id, escaped once for the exposition."""
+        names = self.topics.names
+        if self._topic_names is None or len(self._topic_names.raw) != len(names):
+            self._topic_names = NameTable(names)
+        return self._topic_names
+
+    def exposition_order(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(the live groups by name, each exported row's group position in that list, the
+        exported rows) with rows in exposition order: group name, topic name, partition.
+        Kept until rows or groups come or go."""
+        key = (self.table.version, self.groups_version, len(self.topics.names))
+        if self._order is None or self._order[0] != key:
+            table = self.table
+            live = sorted(name for name, group in self.groups.items()
+                          if group.dead_since_s is None)
+            position = np.full(len(self.group_ids.names), -1, dtype=np.int64)
+            position[[self.groups[name].id for name in live]] = np.arange(len(live))
+            rows = np.flatnonzero(table.exported)
+            group_pos = position[table.group[rows]]
+            rows, group_pos = rows[group_pos >= 0], group_pos[group_pos >= 0]
+            topic_rank = self.topic_rank()
+            order = np.lexsort((table.partition[rows], topic_rank[table.topic[rows]], group_pos))
+            self._order = (key, live, group_pos[order], rows[order])
+        return self._order[1], self._order[2], self._order[3]
 
     def _owners(self, snapshot: Mapping[str, Any]) -> dict[TopicPartition, dict[str, Any]]:
         owners = {}
@@ -338,6 +412,8 @@ class MonitorView:
         group = self._group(name)
         if group.dead_since_s is None:
             group.dead_since_s = now
+            self.groups_version += 1
+        self._released.extend(group.partitions.values())
         group.partitions.clear()
         group.owners = {}
         if group.snapshot is None and snapshot is not None:

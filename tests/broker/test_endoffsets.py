@@ -71,8 +71,8 @@ def test_polls_exactly_the_committed_partitions_that_exist():
     assert poller.poll_once()
     # "gone" is not in the metadata and a/7 does not exist: neither is asked for.
     assert client.asked == [[("a", 0), ("a", 1)]]
-    assert view.ends[("a", 1)].timeline.latest == (20, 100.0)
-    assert view.ends[("a", 1)].start == 5
+    assert view.log_end(("a", 1)) == (20, 100.0)
+    assert view.log_start(("a", 1)) == 5
     assert view.partition_counts == {"a": 2}
 
 
@@ -89,7 +89,7 @@ def test_failed_poll_keeps_values_and_age_grows():
     now[0] = 160.0
     assert not poller.poll_once()
     assert client.closed == 1  # the broken client is dropped; a new one is made next time
-    assert view.ends[("a", 0)].timeline.latest == (10, 100.0)
+    assert view.log_end(("a", 0)) == (10, 100.0)
     assert gauge(view, "groupscope_end_offsets_age_seconds") == 60.0
     assert view.poll_failures == 1
     assert refreshed == [100.0, 160.0]
@@ -97,7 +97,7 @@ def test_failed_poll_keeps_values_and_age_grows():
     client.ends[("a", 0)] = 15
     now[0] = 170.0
     assert poller.poll_once()
-    assert view.ends[("a", 0)].timeline.samples() == [(10, 100.0), (15, 170.0)]
+    assert view.end_samples(("a", 0)) == [(10, 100.0), (15, 170.0)]
 
 
 def test_slow_poll_never_blocks_the_view():
@@ -153,8 +153,8 @@ def test_poller_against_a_real_broker(broker, client):
     poller = EndOffsetPoller(view, lambda: offsets_client(options, timeout_s=10.0))
     try:
         assert poller.poll_once(), f"poll through {client} failed"
-        assert {key[1]: entry.timeline.latest[0] for key, entry in view.ends.items()} == counts
-        assert {key[1]: entry.start for key, entry in view.ends.items()} == {0: 0, 1: 0, 2: 0}
+        assert {key[1]: view.log_end(key)[0] for key in view.polled()} == counts
+        assert {key[1]: view.log_start(key) for key in view.polled()} == {0: 0, 1: 0, 2: 0}
         assert view.partition_counts[topic] == 3
         assert topic in view.topic_names.values()
         assert all(len(topic_id) == 22 for topic_id in view.topic_names)
@@ -162,7 +162,7 @@ def test_poller_against_a_real_broker(broker, client):
 
         produce_raw(broker.bootstrap, topic, [(0, None, b"late", 1_700_000_001_000)])
         assert poller.poll_once()
-        assert view.ends[(topic, 0)].timeline.latest[0] == 6
+        assert view.log_end((topic, 0))[0] == 6
         assert gauge(view, "kafka_consumergroup_lag", group="g", topic=topic, partition="0") == 5
     finally:
         poller.stop()
@@ -183,11 +183,11 @@ def test_metadata_is_refreshed_early_for_a_new_topic():
     committed_group(view, "g", {("a", 0): 1, ("b", 0): 2})  # a topic the metadata lacks
     client.counts = {"a": 1, "b": 1}
     assert poller.poll_once()
-    assert calls == [100.0] and ("b", 0) not in view.ends  # too soon: at most every 3 polls
+    assert calls == [100.0] and ("b", 0) not in view.polled()  # too soon: at most every 3 polls
     now[0] = 115.0
     assert poller.poll_once()
     assert calls == [100.0, 115.0]
-    assert view.ends[("b", 0)].timeline.latest == (7, 115.0)
+    assert view.log_end(("b", 0)) == (7, 115.0)
     now[0] = 130.0
     assert poller.poll_once()
     assert calls == [100.0, 115.0]  # every topic known: back to metadata_interval

@@ -33,9 +33,8 @@ class _ReadsInTheMiddle(MonitorView):
 
         def read() -> None:
             with self.lock:
-                group = self.groups.get("app")
-                entry = group.partitions.get(("orders", 0)) if group else None
-                self.seen.append((entry.offset if entry else None, dict(self.records_total)))
+                offset = self.committed("app").get(("orders", 0))
+                self.seen.append((offset, dict(self.records_total)))
 
         self.reader = threading.Thread(target=read)
         self.reader.start()
@@ -88,7 +87,7 @@ def sink_scenario() -> list[int]:
     with garbage_collections() as collections:
         sink(frame, 0)
     assert gc.isenabled()
-    assert len(view.groups) == 200 and view.groups["g7"].partitions[("orders", 24)].offset == 124
+    assert len(view.groups) == 200 and view.committed("g7")[("orders", 24)] == 124
     return collections
 
 

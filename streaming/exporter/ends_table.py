@@ -1,0 +1,145 @@
+"""EndsTable: what the end-offset poller knows about each partition's log, held as columns.
+
+One row per polled topic partition: its time-lag table (the log end offset samples of
+`coordinator.timelag.OffsetTimeline`, as a row of two 2-D arrays), its log start offset and when
+it was last observed. A poll updates every row it covers in one pass
+(`coordinator.lag_arrays.add_samples`), and the evaluation reads the rows of the partitions it
+needs by fancy indexing: no Python object per partition.
+
+Partitions are named by a 64-bit key, `topic id << 32 | partition`, with topic ids from the
+view's `Names` of topics, so that a column of keys finds its rows by one `searchsorted`.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from coordinator.lag_arrays import add_samples, offsets_at
+
+NO_START = -1
+
+
+def tp_key(topic_id: int, partition: int) -> int:
+    return (topic_id << 32) | partition
+
+
+class EndsTable:
+    def __init__(self, capacity: int, rows: int = 1024) -> None:
+        self.capacity = capacity
+        self.index: dict[int, int] = {}  # tp key -> row
+        self.free: list[int] = []
+        self.offsets = np.zeros((rows, capacity + 1), dtype=np.int64)
+        self.times = np.zeros((rows, capacity + 1), dtype=np.float64)
+        self.counts = np.zeros(rows, dtype=np.int64)
+        self.starts = np.full(rows, NO_START, dtype=np.int64)
+        self.version = 0  # bumped when rows are added or removed (cached key lookups go stale)
+        self._sorted: tuple[int, np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self.index
+
+    def _grow(self, needed: int) -> None:
+        size = len(self.counts)
+        if needed <= size:
+            return
+        new = max(needed, size * 2)
+        for name, fill in (("offsets", 0), ("times", 0.0), ("counts", 0), ("starts", NO_START)):
+            old = getattr(self, name)
+            grown = np.full((new,) + old.shape[1:], fill, dtype=old.dtype)
+            grown[:size] = old
+            setattr(self, name, grown)
+
+    def _rows(self, keys: Iterable[int]) -> np.ndarray:
+        index, free = self.index, self.free
+        rows = []
+        for key in keys:
+            row = index.get(key)
+            if row is None:
+                if not free:
+                    size = len(self.counts)
+                    self._grow(size + 1)
+                    free.extend(range(len(self.counts) - 1, size - 1, -1))
+                row = index[key] = free.pop()
+                self.counts[row] = 0
+                self.starts[row] = NO_START
+                self.version += 1
+            rows.append(row)
+        return np.array(rows, dtype=np.int64)
+
+    def update(self, ends: Mapping[int, int], starts: Mapping[int, int],
+               observed_s: float) -> list[int]:
+        """Add a poll's end offsets (all observed at `observed_s`) and log start offsets, by tp
+        key. Returns the keys whose lag can have changed: end offset or log start moved."""
+        keys = list(ends)
+        rows = self._rows(keys)
+        values = np.fromiter(ends.values(), dtype=np.int64, count=len(keys))
+        moved_mask = add_samples(rows, values, observed_s, self.offsets, self.times, self.counts,
+                                 self.capacity)
+        moved = [key for key, flag in zip(keys, moved_mask.tolist()) if flag]
+        index = self.index
+        for key, start in starts.items():
+            row = index.get(key)
+            if row is not None and self.starts[row] != start:
+                self.starts[row] = start
+                moved.append(key)
+        return moved
+
+    def forget(self, keys: Iterable[int]) -> None:
+        for key in keys:
+            row = self.index.pop(key, None)
+            if row is not None:
+                self.counts[row] = 0
+                self.free.append(row)
+                self.version += 1
+
+    def keys(self) -> list[int]:
+        return list(self.index)
+
+    def rows_of(self, keys: np.ndarray) -> np.ndarray:
+        """The row of each tp key, -1 for keys the table does not hold."""
+        if self._sorted is None or self._sorted[0] != self.version:
+            held = np.fromiter(self.index.keys(), dtype=np.int64, count=len(self.index))
+            rows = np.fromiter(self.index.values(), dtype=np.int64, count=len(self.index))
+            order = np.argsort(held)
+            self._sorted = (self.version, held[order], rows[order])
+        _, held, rows = self._sorted
+        if not len(held):
+            return np.full(len(keys), -1, dtype=np.int64)
+        at = np.clip(np.searchsorted(held, keys), 0, len(held) - 1)
+        return np.where(held[at] == keys, rows[at], -1)
+
+    # ---- one partition at a time (tools, tests, the poller's bookkeeping) ---------------------
+
+    def samples(self, key: int) -> list[tuple[int, float]]:
+        row = self.index.get(key)
+        if row is None:
+            return []
+        n = int(self.counts[row])
+        return list(zip(self.offsets[row, :n].tolist(), self.times[row, :n].tolist()))
+
+    def latest(self, key: int) -> tuple[int, float] | None:
+        row = self.index.get(key)
+        if row is None or not self.counts[row]:
+            return None
+        n = int(self.counts[row]) - 1
+        return int(self.offsets[row, n]), float(self.times[row, n])
+
+    def start(self, key: int) -> int | None:
+        row = self.index.get(key)
+        if row is None or self.starts[row] == NO_START:
+            return None
+        return int(self.starts[row])
+
+    def offset_at(self, key: int, when_s: float) -> int | None:
+        """The log end offset of `key` at `when_s` (None before its first sample)."""
+        row = self.index.get(key)
+        if row is None:
+            return None
+        rows = np.array([row])
+        value, known = offsets_at(self.offsets[rows], self.times[rows], self.counts[rows],
+                                  np.array([when_s]))
+        return int(value[0]) if known[0] else None

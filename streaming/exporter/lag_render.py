@@ -1,0 +1,341 @@
+"""The lag families of a LagFrame as columns, and their exposition text a column at a time.
+
+`lag_families(frame, ...)` turns a frame into `ColumnFamily` objects: per family, its label
+columns and its value column (per partition, per group and topic, per group; at either
+granularity; the compatibility families built from them). A label is a constant, names by index
+(groups, topics: the names are escaped once, not once per line) or integers.
+
+`ColumnFamily.text()` renders `name{labels} value\\n` for every element at once: Arrow's string
+kernels join the columns element-wise in C++, so a million lines cost tens of milliseconds where
+streaming.exporter.exposition spends a Python call per line. `ColumnFamily.samples()` gives the
+same series as (label values, value) pairs, for `build_families` and the terminal view.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence, Union
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from coordinator.status import Status
+from streaming.exporter.catalog import (BURROW, KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, PARTITION,
+                                        exposed_name, served_families)
+from streaming.exporter.exposition import _escape
+from streaming.exporter.lag_frame import LagFrame, group_statuses, segment_starts
+
+_TEXT = pa.large_string()
+
+
+def _scalar(text: str) -> pa.Scalar:
+    return pa.scalar(text, _TEXT)
+
+
+class NameTable:
+    """Names (raw, and escaped as label values) that label columns index into."""
+
+    def __init__(self, names: Sequence[str | None]) -> None:
+        self.raw = [name or "" for name in names]
+        self.escaped = pa.array([_escape(name) for name in self.raw], _TEXT)
+
+
+@dataclass(frozen=True)
+class Names:
+    table: NameTable
+    index: np.ndarray
+
+
+Label = Union[str, Names, np.ndarray]  # constant, names by index, integers
+
+
+def _take(label: Label, index: np.ndarray) -> Label:
+    if isinstance(label, str):
+        return label
+    if isinstance(label, Names):
+        return Names(label.table, label.index[index])
+    return label[index]
+
+
+def int_text(values: np.ndarray) -> pa.Array:
+    return pc.cast(pa.array(values.astype(np.int64, copy=False)), _TEXT)
+
+
+def float_text(values: np.ndarray) -> pa.Array:
+    """Exactly as streaming.exporter.exposition formats a float: integral values below 1e15
+    as `N.0`, NaN and infinities as Prometheus spells them, others as Python's repr. Arrow's
+    shortest form equals repr's digits and differs only in how small and large numbers are
+    written (0.00001 for 1e-05): those few go through repr."""
+    values = values.astype(np.float64, copy=False)
+    text = pc.cast(pa.array(values), _TEXT)
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(values)
+        magnitude = np.abs(values)
+        integral = finite & (values == np.trunc(values)) & (magnitude < 1e15)
+        odd = ~integral & (~finite | (magnitude < 1e-4) | (magnitude >= 1e13))
+    if integral.any():
+        whole = pc.binary_join_element_wise(int_text(values[integral]), _scalar(".0"),
+                                            _scalar(""))
+        text = pc.replace_with_mask(text, pa.array(integral), whole)
+    if odd.any():
+        spelled = [("NaN" if v != v else "+Inf" if v > 0 else "-Inf") if not np.isfinite(v)
+                   else repr(v) for v in values[odd].tolist()]
+        text = pc.replace_with_mask(text, pa.array(odd), pa.array(spelled, _TEXT))
+    return text
+
+
+@dataclass(frozen=True)
+class ColumnFamily:
+    name: str                              # family name (as in the catalog)
+    exposed: str                           # as written in the exposition
+    labels: tuple[tuple[str, Label], ...]  # in the family's label order
+    values: np.ndarray
+    floats: bool = False
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def text(self) -> memoryview:
+        """Every sample line, back to back (the joined array's own character data)."""
+        if not len(self.values):
+            return memoryview(b"")
+        pieces: list = []
+        constant = self.exposed + "{"
+        for i, (label, value) in enumerate(self.labels):
+            constant += ("," if i else "") + label + '="'
+            if isinstance(value, str):
+                constant += _escape(value) + '"'
+                continue
+            column = (pc.take(value.table.escaped, pa.array(value.index))
+                      if isinstance(value, Names) else int_text(value))
+            pieces += [_scalar(constant), column]
+            constant = '"'
+        values = float_text(self.values) if self.floats else int_text(self.values)
+        pieces += [_scalar(constant + "} "), values, _scalar("\n")]
+        joined = pc.binary_join_element_wise(*pieces, _scalar(""))
+        offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64, count=len(joined) + 1,
+                                offset=joined.offset * 8)
+        return memoryview(joined.buffers()[2])[offsets[0]:offsets[-1]]
+
+    def samples(self) -> list[tuple[tuple[str, ...], int | float]]:
+        n = len(self.values)
+        columns = []
+        for _, value in self.labels:
+            if isinstance(value, str):
+                columns.append([value] * n)
+            elif isinstance(value, Names):
+                raw = value.table.raw
+                columns.append([raw[i] for i in value.index.tolist()])
+            else:
+                columns.append([str(v) for v in value.tolist()])
+        return list(zip(zip(*columns), self.values.tolist())) if columns else []
+
+
+def _statuses_by_topic(frame: LagFrame, runs: np.ndarray):
+    """(row of each (group, topic, status) run, its length), runs in (group, topic, status)
+    order; `runs` numbers each row's (group, topic) run."""
+    order = np.lexsort((frame.status, runs))
+    starts = segment_starts(runs[order], frame.status[order])
+    return order[starts], np.diff(np.r_[starts, len(order)])
+
+
+def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granularity: str,
+                 topics: NameTable, owners: Callable[[str], dict],
+                 ever_had_members: Callable[[str], bool]) -> list[ColumnFamily]:
+    """The lag part of every group in `frame`: what the per-partition figures and their
+    roll-ups serve. `owners(group)` gives a group's (topic, partition) -> member map and
+    `ever_had_members(group)` whether it ever had one (kafka-lag-exporter's labels)."""
+    kinds = {f.name: f.kind for f in served_families(compat, granularity)}
+    out: list[ColumnFamily] = []
+    ke, kle, burrow = (KAFKA_EXPORTER in compat, KAFKA_LAG_EXPORTER in compat,
+                       BURROW in compat)
+    groups = NameTable(frame.groups)
+
+    def put(name: str, labels, values: np.ndarray, floats: bool = False) -> None:
+        if len(values):
+            out.append(ColumnFamily(name, exposed_name(name, kinds[name]),
+                                    tuple(labels), values, floats))
+
+    def at(labels, index):
+        return [(name, _take(value, index)) for name, value in labels]
+
+    c = cluster
+    group_col = Names(groups, frame.group_pos)
+    topic_col = Names(topics, frame.topic)
+    gtp = [("cluster", c), ("group", group_col), ("topic", topic_col),
+           ("partition", frame.partition)]
+    known = frame.known
+    k = np.flatnonzero(known)
+    per_partition = granularity == PARTITION
+
+    if per_partition:
+        known_gtp = at(gtp, k)
+        put("kafka_consumergroup_committed_offset", gtp, frame.offset)
+        put("kafka_consumergroup_commit_timestamp_seconds", gtp, frame.commit_s, True)
+        put("kafka_consumergroup_lag", known_gtp + ([("consumergroup", known_gtp[1][1])]
+                                                    if ke else []), frame.lag[k])
+        put("kafka_consumergroup_lag_seconds", known_gtp, frame.seconds[k], True)
+        put("kafka_consumergroup_lag_seconds_method", known_gtp, frame.method[k])
+        put("kafka_consumergroup_messages_lost", known_gtp, frame.lost[k])
+        put("kafka_consumergroup_partition_status", gtp, frame.status)
+
+    # Every live group has an unknown count and a status, partitions or not.
+    every = [("cluster", c), ("group", Names(groups, np.arange(len(frame.groups))))]
+    put("kafka_consumergroup_lag_unknown_partitions", every,
+        np.bincount(frame.group_pos[~known], minlength=len(frame.groups)))
+    status = group_statuses(frame)
+    put("kafka_consumergroup_status", every, status)
+    if burrow:
+        put("burrow_kafka_consumer_status", [("cluster", c), ("consumer_group", every[1][1])],
+            status)
+
+    # Roll-ups over the partitions whose end offset is known: a group with none has none.
+    kg, kt = frame.group_pos[k], frame.topic[k]
+    kgt_starts = segment_starts(kg, kt)
+    kgt = [("cluster", c), ("group", Names(groups, kg[kgt_starts])),
+           ("topic", Names(topics, kt[kgt_starts]))]
+    kg_starts = segment_starts(kg)
+    kgroup = [("cluster", c), ("group", Names(groups, kg[kg_starts]))]
+    lag_k, seconds_k = frame.lag[k], frame.seconds[k]
+    if len(k):
+        topic_lag = np.add.reduceat(lag_k, kgt_starts)
+        total = np.add.reduceat(lag_k, kg_starts)
+        max_lag = np.maximum.reduceat(lag_k, kg_starts)
+        max_seconds = np.fmax.reduceat(seconds_k, kg_starts)
+        max_seconds = np.where(np.isnan(max_seconds), 0.0, np.maximum(max_seconds, 0.0))
+    else:
+        topic_lag = total = max_lag = np.zeros(0, np.int64)
+        max_seconds = np.zeros(0)
+    put("kafka_consumergroup_topic_lag", kgt, topic_lag)
+    if not kle:
+        put("kafka_consumergroup_group_lag", kgroup, total)
+    max_labels = kgroup
+    if kle:
+        simple = np.array([0 if ever_had_members(frame.groups[g]) else 1
+                           for g in kg[kg_starts].tolist()], dtype=np.int64)
+        max_labels = kgroup + [("cluster_name", c),
+                               ("is_simple_consumer", Names(_BOOLEANS, simple))]
+    put("kafka_consumergroup_group_max_lag", max_labels, max_lag)
+    put("kafka_consumergroup_group_max_lag_seconds", max_labels, max_seconds, True)
+    if kle:
+        put("kafka_consumergroup_group_sum_lag",
+            [("cluster", c), ("cluster_name", c), kgroup[1]], total)
+        put("kafka_consumergroup_group_topic_sum_lag",
+            [("cluster", c), ("cluster_name", c), kgt[1], kgt[2]], topic_lag)
+    if burrow:
+        put("burrow_kafka_consumer_lag_total", [("cluster", c), ("consumer_group", kgroup[1][1])],
+            total)
+
+    # Per group and topic over every exported partition.
+    gt_starts = segment_starts(frame.group_pos, frame.topic)
+    gt = [("cluster", c), ("group", Names(groups, frame.group_pos[gt_starts])),
+          ("topic", Names(topics, frame.topic[gt_starts]))]
+    offset_sums = (np.add.reduceat(frame.offset, gt_starts) if len(frame)
+                   else np.zeros(0, np.int64))
+    if ke:
+        put("kafka_consumergroup_current_offset_sum", [gt[0], ("consumergroup", gt[1][1]), gt[2]],
+            offset_sums)
+        put("kafka_consumergroup_lag_sum", [kgt[0], ("consumergroup", kgt[1][1]), kgt[2]],
+            topic_lag)
+    if not per_partition:
+        put("kafka_consumergroup_topic_committed_offset", gt, offset_sums)
+        if len(k):
+            put("kafka_consumergroup_topic_max_lag", kgt, np.maximum.reduceat(lag_k, kgt_starts))
+            topic_seconds = np.fmax.reduceat(seconds_k, kgt_starts)
+            has = np.flatnonzero(~np.isnan(topic_seconds))
+            put("kafka_consumergroup_topic_max_lag_seconds", at(kgt, has), topic_seconds[has],
+                True)
+            put("kafka_consumergroup_topic_messages_lost", kgt,
+                np.add.reduceat(frame.lost[k], kgt_starts))
+        runs = np.zeros(len(frame), dtype=np.int64)
+        runs[gt_starts] = 1
+        first, counts = _statuses_by_topic(frame, np.cumsum(runs))
+        put("kafka_consumergroup_topic_status_partitions",
+            [("cluster", c), ("group", Names(groups, frame.group_pos[first])),
+             ("topic", Names(topics, frame.topic[first])),
+             ("status", Names(_STATUS_NAMES, frame.status[first].astype(np.int64)))], counts)
+        return out
+
+    # Compatibility names per partition.
+    if ke:
+        put("kafka_consumergroup_current_offset",
+            [("cluster", c), ("consumergroup", group_col), gtp[2], gtp[3]], frame.offset)
+    if burrow:
+        burrow_gtp = [("cluster", c), ("consumer_group", group_col), gtp[2], gtp[3]]
+        put("burrow_kafka_topic_partition_status", burrow_gtp, frame.status)
+        put("burrow_kafka_consumer_current_offset", burrow_gtp, frame.offset)
+        put("burrow_kafka_consumer_partition_lag", at(burrow_gtp, k), frame.lag[k])
+    if kle:
+        # The owning member's labels: a table of the members seen, indexed per partition.
+        seen: dict[tuple[str, str, str], int] = {("", "", ""): 0}
+        member_of = np.zeros(len(frame), dtype=np.int64)
+        raw_topics = topics.raw
+        for i, (g, t, p) in enumerate(zip(frame.group_pos.tolist(), frame.topic.tolist(),
+                                          frame.partition.tolist())):
+            owner = owners(frame.groups[g]).get((raw_topics[t], p))
+            if owner:
+                key = (owner.get("client_host") or "", owner.get("member_id") or "",
+                       owner.get("client_id") or "")
+                member_of[i] = seen.setdefault(key, len(seen))
+        labels = list(seen)
+        hosts_table = NameTable([h for h, _, _ in labels])
+        ids_table = NameTable([m for _, m, _ in labels])
+        clients_table = NameTable([cl for _, _, cl in labels])
+        kle_p = [("cluster", c), ("cluster_name", c), ("group", group_col), gtp[2], gtp[3],
+                 ("member_host", Names(hosts_table, member_of)),
+                 ("consumer_id", Names(ids_table, member_of)),
+                 ("client_id", Names(clients_table, member_of))]
+        put("kafka_consumergroup_group_offset", kle_p, frame.offset)
+        put("kafka_consumergroup_group_lag", at(kle_p, k), frame.lag[k])
+        put("kafka_consumergroup_group_lag_seconds", at(kle_p, k), frame.seconds[k], True)
+    return out
+
+
+def log_families(view, topics: NameTable) -> list[ColumnFamily]:
+    """Each polled partition's log end and start offsets (and the compatibility names for
+    them), in topic name and partition order. Callers hold the view's lock."""
+    compat = view.settings.compat
+    kinds = {f.name: f.kind for f in served_families(compat, view.settings.granularity)}
+    ends, c = view.ends, view.settings.cluster
+    keys = np.fromiter(ends.index.keys(), dtype=np.int64, count=len(ends.index))
+    rows = np.fromiter(ends.index.values(), dtype=np.int64, count=len(ends.index))
+    counts = ends.counts[rows]
+    keys, rows, counts = keys[counts > 0], rows[counts > 0], counts[counts > 0]
+    topic, partition = keys >> 32, keys & 0xFFFFFFFF
+    order = np.lexsort((partition, view.topic_rank()[topic]))
+    rows, topic, partition, counts = rows[order], topic[order], partition[order], counts[order]
+    latest = ends.offsets[rows, counts - 1]
+    start = ends.starts[rows]
+    has_start = np.flatnonzero(start >= 0)
+    out: list[ColumnFamily] = []
+
+    def put(name: str, labels, values: np.ndarray) -> None:
+        if name in kinds and len(values):
+            out.append(ColumnFamily(name, exposed_name(name, kinds[name]), tuple(labels),
+                                    values))
+
+    tp = [("cluster", c), ("topic", Names(topics, topic)), ("partition", partition)]
+    kle_tp = [("cluster", c), ("cluster_name", c), tp[1], tp[2]]
+    started = [(name, _take(value, has_start)) for name, value in tp]
+    kle_started = [(name, _take(value, has_start)) for name, value in kle_tp]
+    put("kafka_partition_log_end_offset", tp, latest)
+    put("kafka_partition_log_start_offset", started, start[has_start])
+    if KAFKA_EXPORTER in compat:
+        put("kafka_topic_partition_current_offset", tp, latest)
+        put("kafka_topic_partition_oldest_offset", started, start[has_start])
+        seen = np.unique(topic)
+        names = sorted(topics.raw[t] for t in seen.tolist()
+                       if topics.raw[t] in view.partition_counts)
+        put("kafka_topic_partitions", [("cluster", c), ("topic", Names(NameTable(names),
+                                                                        np.arange(len(names))))],
+            np.array([view.partition_counts[name] for name in names], dtype=np.int64))
+    if KAFKA_LAG_EXPORTER in compat:
+        put("kafka_partition_latest_offset", kle_tp, latest)
+        put("kafka_partition_earliest_offset", kle_started, start[has_start])
+    if BURROW in compat:
+        put("burrow_kafka_topic_partition_offset", tp, latest)
+    return out
+
+
+_BOOLEANS = NameTable(["false", "true"])
+_STATUS_NAMES = NameTable([s.name for s in Status])
