@@ -200,12 +200,11 @@ def add_commits(rows: np.ndarray, offsets: np.ndarray, times: np.ndarray, lags: 
 
 
 def add_samples(rows: np.ndarray, ends: np.ndarray, observed_s: float, offsets: np.ndarray,
-                times: np.ndarray, counts: np.ndarray, capacity: int) -> np.ndarray:
+                times: np.ndarray, counts: np.ndarray, capacity: int) -> None:
     """`OffsetTimeline.add` of (ends[i], observed_s) to timeline rows[i] (distinct rows), in
     place; `offsets` and `times` have capacity + 1 columns (room to append before dropping).
     A log that went backwards (a topic re-created or truncated) starts its timeline again: its
-    old samples would lie. Returns which rows' end offset differs from their latest sample (or
-    that had none): the partitions whose lag can have changed."""
+    old samples would lie."""
     c = counts[rows]
     has = c > 0
     last_o = _take(offsets[rows], c - 1)
@@ -238,4 +237,3 @@ def add_samples(rows: np.ndarray, ends: np.ndarray, observed_s: float, offsets: 
         offsets[over, :capacity] = np.take_along_axis(o, source, axis=1)
         times[over, :capacity] = np.take_along_axis(t, source, axis=1)
         counts[over] = capacity
-    return ~has | (ends != last_o)

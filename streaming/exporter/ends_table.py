@@ -28,7 +28,8 @@ class EndsTable:
     def __init__(self, capacity: int, rows: int = 1024) -> None:
         self.capacity = capacity
         self.index: dict[int, int] = {}  # tp key -> row
-        self.free: list[int] = []
+        self._released: list[int] = []  # rows given back, reused first
+        self._used = 0  # rows at and above this were never given out
         self.offsets = np.zeros((rows, capacity + 1), dtype=np.int64)
         self.times = np.zeros((rows, capacity + 1), dtype=np.float64)
         self.counts = np.zeros(rows, dtype=np.int64)
@@ -42,11 +43,9 @@ class EndsTable:
     def __contains__(self, key: int) -> bool:
         return key in self.index
 
-    def _grow(self, needed: int) -> None:
+    def _grow(self) -> None:
         size = len(self.counts)
-        if needed <= size:
-            return
-        new = max(needed, size * 2)
+        new = size + max(size // 2, 1024)  # by half: the slack is memory every row pays for
         for name, fill in (("offsets", 0), ("times", 0.0), ("counts", 0), ("starts", NO_START)):
             old = getattr(self, name)
             grown = np.full((new,) + old.shape[1:], fill, dtype=old.dtype)
@@ -54,16 +53,19 @@ class EndsTable:
             setattr(self, name, grown)
 
     def _rows(self, keys: Iterable[int]) -> np.ndarray:
-        index, free = self.index, self.free
+        index, released = self.index, self._released
         rows = []
         for key in keys:
             row = index.get(key)
             if row is None:
-                if not free:
-                    size = len(self.counts)
-                    self._grow(size + 1)
-                    free.extend(range(len(self.counts) - 1, size - 1, -1))
-                row = index[key] = free.pop()
+                if released:
+                    row = released.pop()
+                else:
+                    if self._used == len(self.counts):
+                        self._grow()
+                    row = self._used
+                    self._used += 1
+                index[key] = row
                 self.counts[row] = 0
                 self.starts[row] = NO_START
                 self.version += 1
@@ -71,29 +73,25 @@ class EndsTable:
         return np.array(rows, dtype=np.int64)
 
     def update(self, ends: Mapping[int, int], starts: Mapping[int, int],
-               observed_s: float) -> list[int]:
+               observed_s: float) -> None:
         """Add a poll's end offsets (all observed at `observed_s`) and log start offsets, by tp
-        key. Returns the keys whose lag can have changed: end offset or log start moved."""
-        keys = list(ends)
-        rows = self._rows(keys)
-        values = np.fromiter(ends.values(), dtype=np.int64, count=len(keys))
-        moved_mask = add_samples(rows, values, observed_s, self.offsets, self.times, self.counts,
-                                 self.capacity)
-        moved = [key for key, flag in zip(keys, moved_mask.tolist()) if flag]
+        key."""
+        rows = self._rows(ends)
+        values = np.fromiter(ends.values(), dtype=np.int64, count=len(ends))
+        add_samples(rows, values, observed_s, self.offsets, self.times, self.counts,
+                    self.capacity)
         index = self.index
         for key, start in starts.items():
             row = index.get(key)
-            if row is not None and self.starts[row] != start:
+            if row is not None:
                 self.starts[row] = start
-                moved.append(key)
-        return moved
 
     def forget(self, keys: Iterable[int]) -> None:
         for key in keys:
             row = self.index.pop(key, None)
             if row is not None:
                 self.counts[row] = 0
-                self.free.append(row)
+                self._released.append(row)
                 self.version += 1
 
     def keys(self) -> list[int]:

@@ -55,13 +55,14 @@ def build_families(view: MonitorView, now_s: float | None = None) -> list[Family
     return list(families.values())
 
 
-def lag_part(view: MonitorView, now: float) -> list[ColumnFamily]:
-    """Every live group's lag families at `now`, as columns. Callers hold the view's lock."""
+def lag_part(view: MonitorView, now: float, kept: dict | None = None) -> list[ColumnFamily]:
+    """Every live group's lag families at `now`, as columns (`kept`: see `lag_families`).
+    Callers hold the view's lock."""
     groups = view.groups
     return lag_families(evaluate(view, now), view.settings.cluster, view.settings.compat,
                         view.settings.granularity, view.topic_table(),
                         lambda name: groups[name].owners,
-                        lambda name: groups[name].ever_had_members)
+                        lambda name: groups[name].ever_had_members, kept)
 
 
 def log_part(view: MonitorView) -> list[ColumnFamily]:

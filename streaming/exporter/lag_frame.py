@@ -37,6 +37,7 @@ class LagFrame:
     method: np.ndarray
     lost: np.ndarray
     status: np.ndarray         # Status values (int8)
+    order_key: tuple = ()      # changes when the rows or their order do
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -55,7 +56,7 @@ def evaluate(view, now: float) -> LagFrame:
     evaluation did (once per partition and end offset)."""
     table, ends = view.table, view.ends
     settings = view.settings.status
-    groups, group_pos_of, rows = view.exposition_order()
+    order_key, groups, group_pos_of, rows = view.exposition_order()
     n = len(rows)
     offset = table.offset[rows]
     end_rows = ends.rows_of(table.tp[rows])
@@ -91,7 +92,8 @@ def evaluate(view, now: float) -> LagFrame:
     return LagFrame(groups=groups, rows=rows, group_pos=group_pos_of, topic=table.topic[rows],
                     partition=table.partition[rows], offset=offset,
                     commit_s=table.commit_s[rows], known=known, end=end, lag=lag,
-                    seconds=seconds, method=method, lost=lost, status=status)
+                    seconds=seconds, method=method, lost=lost, status=status,
+                    order_key=order_key)
 
 
 _GROUP_LEVEL = np.arange(len(Status), dtype=np.int8)

@@ -84,6 +84,24 @@ def float_text(values: np.ndarray) -> pa.Array:
     return text
 
 
+def label_text(labels: Sequence[tuple[str, Label]], n: int) -> pa.Array:
+    """`{l1="v1",...} ` (with the space before the value) for each of n series."""
+    pieces: list = []
+    constant = "{"
+    for i, (label, value) in enumerate(labels):
+        constant += ("," if i else "") + label + '="'
+        if isinstance(value, str):
+            constant += _escape(value) + '"'
+            continue
+        column = (pc.take(value.table.escaped, pa.array(value.index))
+                  if isinstance(value, Names) else int_text(value))
+        pieces += [_scalar(constant), column]
+        constant = '"'
+    if not pieces:
+        return pa.array([constant + "} "] * n, _TEXT)
+    return pc.binary_join_element_wise(*pieces, _scalar(constant + "} "), _scalar(""))
+
+
 @dataclass(frozen=True)
 class ColumnFamily:
     name: str                              # family name (as in the catalog)
@@ -91,28 +109,21 @@ class ColumnFamily:
     labels: tuple[tuple[str, Label], ...]  # in the family's label order
     values: np.ndarray
     floats: bool = False
+    # The series' label_text when already built (shared by the families of the same series).
+    prefix: pa.Array | None = None
 
     def __len__(self) -> int:
         return len(self.values)
 
     def text(self) -> memoryview:
         """Every sample line, back to back (the joined array's own character data)."""
-        if not len(self.values):
+        n = len(self.values)
+        if not n:
             return memoryview(b"")
-        pieces: list = []
-        constant = self.exposed + "{"
-        for i, (label, value) in enumerate(self.labels):
-            constant += ("," if i else "") + label + '="'
-            if isinstance(value, str):
-                constant += _escape(value) + '"'
-                continue
-            column = (pc.take(value.table.escaped, pa.array(value.index))
-                      if isinstance(value, Names) else int_text(value))
-            pieces += [_scalar(constant), column]
-            constant = '"'
+        prefix = self.prefix if self.prefix is not None else label_text(self.labels, n)
         values = float_text(self.values) if self.floats else int_text(self.values)
-        pieces += [_scalar(constant + "} "), values, _scalar("\n")]
-        joined = pc.binary_join_element_wise(*pieces, _scalar(""))
+        joined = pc.binary_join_element_wise(_scalar(self.exposed), prefix, values,
+                                             _scalar("\n"), _scalar(""))
         offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64, count=len(joined) + 1,
                                 offset=joined.offset * 8)
         return memoryview(joined.buffers()[2])[offsets[0]:offsets[-1]]
@@ -141,20 +152,24 @@ def _statuses_by_topic(frame: LagFrame, runs: np.ndarray):
 
 def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granularity: str,
                  topics: NameTable, owners: Callable[[str], dict],
-                 ever_had_members: Callable[[str], bool]) -> list[ColumnFamily]:
+                 ever_had_members: Callable[[str], bool],
+                 kept: dict | None = None) -> list[ColumnFamily]:
     """The lag part of every group in `frame`: what the per-partition figures and their
     roll-ups serve. `owners(group)` gives a group's (topic, partition) -> member map and
-    `ever_had_members(group)` whether it ever had one (kafka-lag-exporter's labels)."""
+    `ever_had_members(group)` whether it ever had one (kafka-lag-exporter's labels). `kept`,
+    a dict the caller keeps between calls, holds the label text of every group-partition
+    until the rows change (`frame.order_key`): most of each line, built once."""
     kinds = {f.name: f.kind for f in served_families(compat, granularity)}
     out: list[ColumnFamily] = []
     ke, kle, burrow = (KAFKA_EXPORTER in compat, KAFKA_LAG_EXPORTER in compat,
                        BURROW in compat)
     groups = NameTable(frame.groups)
 
-    def put(name: str, labels, values: np.ndarray, floats: bool = False) -> None:
+    def put(name: str, labels, values: np.ndarray, floats: bool = False,
+            prefix: pa.Array | None = None) -> None:
         if len(values):
             out.append(ColumnFamily(name, exposed_name(name, kinds[name]),
-                                    tuple(labels), values, floats))
+                                    tuple(labels), values, floats, prefix))
 
     def at(labels, index):
         return [(name, _take(value, index)) for name, value in labels]
@@ -169,15 +184,24 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
     per_partition = granularity == PARTITION
 
     if per_partition:
+        kept = {} if kept is None else kept
+        if kept.get("key") != (frame.order_key, cluster):
+            kept.clear()
+            kept["key"] = (frame.order_key, cluster)
+            kept["gtp"] = label_text(gtp, len(frame))
+        gtp_text = kept["gtp"]
+        known_text = gtp_text if len(k) == len(frame) else pc.take(gtp_text, pa.array(k))
         known_gtp = at(gtp, k)
-        put("kafka_consumergroup_committed_offset", gtp, frame.offset)
-        put("kafka_consumergroup_commit_timestamp_seconds", gtp, frame.commit_s, True)
+        put("kafka_consumergroup_committed_offset", gtp, frame.offset, prefix=gtp_text)
+        put("kafka_consumergroup_commit_timestamp_seconds", gtp, frame.commit_s, True, gtp_text)
         put("kafka_consumergroup_lag", known_gtp + ([("consumergroup", known_gtp[1][1])]
-                                                    if ke else []), frame.lag[k])
-        put("kafka_consumergroup_lag_seconds", known_gtp, frame.seconds[k], True)
-        put("kafka_consumergroup_lag_seconds_method", known_gtp, frame.method[k])
-        put("kafka_consumergroup_messages_lost", known_gtp, frame.lost[k])
-        put("kafka_consumergroup_partition_status", gtp, frame.status)
+                                                    if ke else []), frame.lag[k],
+            prefix=None if ke else known_text)
+        put("kafka_consumergroup_lag_seconds", known_gtp, frame.seconds[k], True, known_text)
+        put("kafka_consumergroup_lag_seconds_method", known_gtp, frame.method[k],
+            prefix=known_text)
+        put("kafka_consumergroup_messages_lost", known_gtp, frame.lost[k], prefix=known_text)
+        put("kafka_consumergroup_partition_status", gtp, frame.status, prefix=gtp_text)
 
     # Every live group has an unknown count and a status, partitions or not.
     every = [("cluster", c), ("group", Names(groups, np.arange(len(frame.groups))))]

@@ -51,6 +51,7 @@ class MetricsCache:
         self.state_chunks: dict[str, FamilyChunks] = {}
         self.lag_chunks: FamilyChunks = self._empty
         self.topic_chunks: FamilyChunks = self._empty
+        self._kept: dict = {}  # the lag part's label text, kept until the rows change
         self.refreshed_at: float | None = None
         self.refreshed_version = -1
         self.refreshed_ends_version = -1
@@ -75,7 +76,7 @@ class MetricsCache:
                 evaluator = Evaluator(view, now)
                 if full:
                     self.labels.start_render()
-                lag, logs = lag_part(view, now), log_part(view)
+                lag, logs = lag_part(view, now, self._kept), log_part(view)
             # Rendered outside the view's lock: the columns are copies.
             self.lag_chunks, self.topic_chunks = self._columns(lag), self._columns(logs)
             state = {} if full else self.state_chunks

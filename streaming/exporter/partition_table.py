@@ -59,7 +59,8 @@ class PartitionTable:
             setattr(self, name, np.full(rows, fill, dtype=dtype))
         for name, dtype in self._WINDOWS:
             setattr(self, name, np.zeros((rows, window_size), dtype=dtype))
-        self._free = list(range(rows - 1, -1, -1))
+        self._released: list[int] = []  # rows given back, reused first
+        self._used = 0  # rows at and above this were never given out
         self.count = 0
         # Bumped when rows are added, removed or change group, topic or export: whatever is
         # derived from the table's shape (sort orders, label texts) must be derived again.
@@ -70,7 +71,7 @@ class PartitionTable:
 
     def _grow(self) -> None:
         size = len(self.live)
-        new = size * 2
+        new = size + max(size // 2, 1024)  # by half: the slack is memory a million rows pay for
         for name, dtype, fill in self._COLUMNS:
             grown = np.full(new, fill, dtype=dtype)
             grown[:size] = getattr(self, name)
@@ -79,12 +80,15 @@ class PartitionTable:
             grown = np.zeros((new, self.window_size), dtype=dtype)
             grown[:size] = getattr(self, name)
             setattr(self, name, grown)
-        self._free.extend(range(new - 1, size - 1, -1))
 
     def add(self, group: int, topic: int, partition: int, tp: int, exported: bool) -> int:
-        if not self._free:
-            self._grow()
-        row = self._free.pop()
+        if self._released:
+            row = self._released.pop()
+        else:
+            if self._used == len(self.live):
+                self._grow()
+            row = self._used
+            self._used += 1
         self.group[row], self.topic[row], self.partition[row], self.tp[row] = (
             group, topic, partition, tp)
         self.offset[row], self.commit_s[row] = -1, 0.0
@@ -100,7 +104,7 @@ class PartitionTable:
         at = np.array(rows, dtype=np.int64)
         self.live[at] = False
         self.exported[at] = False
-        self._free.extend(rows)
+        self._released.extend(rows)
         self.count -= len(rows)
         self.version += 1
 

@@ -382,10 +382,10 @@ class MonitorView:
             self._topic_names = NameTable(names)
         return self._topic_names
 
-    def exposition_order(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """(the live groups by name, each exported row's group position in that list, the
-        exported rows) with rows in exposition order: group name, topic name, partition.
-        Kept until rows or groups come or go."""
+    def exposition_order(self) -> tuple[tuple, list[str], np.ndarray, np.ndarray]:
+        """(a key that changes when the rest does, the live groups by name, each exported row's
+        group position in that list, the exported rows) with rows in exposition order: group
+        name, topic name, partition. Kept until rows or groups come or go."""
         key = (self.table.version, self.groups_version, len(self.topics.names))
         if self._order is None or self._order[0] != key:
             table = self.table
@@ -399,7 +399,7 @@ class MonitorView:
             topic_rank = self.topic_rank()
             order = np.lexsort((table.partition[rows], topic_rank[table.topic[rows]], group_pos))
             self._order = (key, live, group_pos[order], rows[order])
-        return self._order[1], self._order[2], self._order[3]
+        return self._order
 
     def _owners(self, snapshot: Mapping[str, Any]) -> dict[TopicPartition, dict[str, Any]]:
         owners = {}
