@@ -55,6 +55,8 @@ class MetricsCache:
         self.refreshed_at: float | None = None
         self.refreshed_version = -1
         self.refreshed_ends_version = -1
+        self.refreshed_offsets_version = -1
+        self.refreshed_groups_version = -1
         # Guards this cache. Taken before the view's lock, never after it. A refresh holds the
         # view's lock a few groups at a time while it renders states, so the job's updates are
         # not held up by it.
@@ -71,6 +73,7 @@ class MetricsCache:
                 view.housekeeping(now)
                 changed = view.take_changed_groups()
                 version, ends_version = view.version, view.ends_version
+                offsets_version, groups_version = view.offsets_version, view.groups_version
                 full = self.refreshed_at is None or version != self.refreshed_version
                 names = list(view.groups) if full else [n for n in changed if n in view.groups]
                 evaluator = Evaluator(view, now)
@@ -92,6 +95,8 @@ class MetricsCache:
             self.state_chunks = state
             self.refreshed_at = now
             self.refreshed_version, self.refreshed_ends_version = version, ends_version
+            self.refreshed_offsets_version = offsets_version
+            self.refreshed_groups_version = groups_version
 
     def text(self) -> str:
         """The whole exposition, up to date with every change the view has seen."""
@@ -105,8 +110,11 @@ class MetricsCache:
         with self._lock:
             with view.lock:
                 now = view.clock()
+                view.housekeeping(now)  # a Dead group's grace may have run out since
                 stale = (self.refreshed_at is None or view.version != self.refreshed_version
                          or view.ends_version != self.refreshed_ends_version
+                         or view.offsets_version != self.refreshed_offsets_version
+                         or view.groups_version != self.refreshed_groups_version
                          or bool(view.changed_groups)
                          or now - self.refreshed_at > self.max_age_s)
             if stale:

@@ -83,6 +83,14 @@ class GroupRecord:
         self.ever_had_members = False
 
 
+def _state_differs(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """Whether two snapshots (offsets left out) differ in more than their time: each commit
+    moves `updated_ms`, and nothing in a group's state part depends on it."""
+    if len(new) != len(old):
+        return True
+    return any(value != old.get(key) for key, value in new.items() if key != "updated_ms")
+
+
 class MonitorView:
     def __init__(self, settings: ViewSettings | None = None,
                  clock: Callable[[], float] = time.time) -> None:
@@ -113,12 +121,15 @@ class MonitorView:
         self.last_poll_s: float | None = None  # last successful end-offset poll
         self.last_poll_duration_s: float | None = None
         self.negative_lag_total = 0
-        # Change tracking for streaming.exporter.metrics_cache: groups touched by the job since the cache
-        # last looked; `version` is bumped when something every group's state depends on changes
-        # (topic metadata), `ends_version` when end offsets change (every poll).
+        # Change tracking for streaming.exporter.metrics_cache: groups whose state part (anything
+        # but their committed offsets) changed since the cache last looked; `version` is bumped
+        # when something every group's state depends on changes (topic metadata),
+        # `ends_version` when end offsets change (every poll), `offsets_version` when committed
+        # offsets do (a commit, a deletion).
         self.changed_groups: set[str] = set()
         self.version = 0
         self.ends_version = 0
+        self.offsets_version = 0
 
     # ---- fed by the Spark job -------------------------------------------------------------
 
@@ -235,12 +246,16 @@ class MonitorView:
         changed, self.changed_groups = self.changed_groups, set()
         return changed
 
-    def _group(self, name: str) -> GroupRecord:
-        self.changed_groups.add(name)
+    def _group(self, name: str, state_changes: bool = True) -> GroupRecord:
+        """The group's record (made if new); `state_changes`: whether what follows changes its
+        state part (a commit alone does not: most batches bring only commits)."""
         group = self.groups.get(name)
         if group is None:
             group = self.groups[name] = GroupRecord(name, self.group_ids.id(name))
             self.groups_version += 1
+            state_changes = True
+        if state_changes:
+            self.changed_groups.add(name)
         return group
 
     def tracks(self, group: str) -> bool:
@@ -254,12 +269,16 @@ class MonitorView:
         if snapshot.get("state") == "Dead":
             self._mark_dead(name, now, snapshot)
             return
-        group = self._group(name)
+        group = self._group(name, state_changes=False)
         if group.dead_since_s is not None:
             group.dead_since_s = None
             self.groups_version += 1
+            self.changed_groups.add(name)
         # The offsets live in `partitions`; keeping them in the snapshot too would double memory.
-        group.snapshot = {k: v for k, v in snapshot.items() if k != "offsets"}
+        state = {k: v for k, v in snapshot.items() if k != "offsets"}
+        if group.snapshot is None or _state_differs(state, group.snapshot):
+            self.changed_groups.add(name)
+        group.snapshot = state
         members = snapshot.get("members") or []
         if members:
             group.ever_had_members = True
@@ -287,6 +306,7 @@ class MonitorView:
             end_s = last_rebalance["end_ms"] / 1000.0
             if group.last_rebalance_s is None or end_s > group.last_rebalance_s:
                 group.last_rebalance_s = end_s
+                self.changed_groups.add(name)
         group.last_activity_s = max(group.last_activity_s, activity)
 
     def _exported(self, group: GroupRecord, topic: str) -> bool:
@@ -330,6 +350,8 @@ class MonitorView:
             self.table.commit(rows, offsets, times, lags, self.settings.status.min_distance_s)
         released, self._released = self._released, []
         self.table.release(released)
+        if pending or released:
+            self.offsets_version += 1
 
     def _tp(self, key: TopicPartition) -> int | None:
         topic_id = self.topics.ids.get(key[0])
@@ -441,7 +463,7 @@ class MonitorView:
             if not self._snapshot_knows(name, event):
                 self._mark_dead(name, now)
             return
-        group = self._group(name)
+        group = self._group(name, state_changes=kind != "offset_committed")
         if kind == "rebalance":
             group.rebalances += 1
             group.partitions_moved += len(event.get("partitions_moved") or ())
