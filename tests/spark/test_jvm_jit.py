@@ -2,7 +2,6 @@
 user's JVM options choose otherwise."""
 from __future__ import annotations
 
-from tests.support.driver_session import run_new_session
 from streaming.localmode.jvm_jit import QUICK_JIT, with_quick_jit
 
 
@@ -19,21 +18,8 @@ def test_the_users_own_jit_choice_wins():
         assert with_quick_jit(conf) == conf
 
 
-_RUN = """
-import json
-from streaming.config import Config, SparkConfig
-from streaming.job.session import build_spark
-spark = build_spark(Config(spark=SparkConfig(master="local[1]", conf=CONF)))
-jvm = spark.sparkContext._jvm
-args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-print(json.dumps(args))
-"""
-
-
-def test_the_driver_jvm_runs_with_the_quick_jit_and_the_users_options(tmp_path):
-    # -Xshare:auto leaves out the class-data archive, which a JVM would otherwise spend
-    # seconds writing into tmp_path on its way out.
-    conf = {"spark.driver.extraJavaOptions": "-Xss4m -Xshare:auto"}
-    args = run_new_session(_RUN.replace("CONF", repr(conf)), tmp_path)
-    assert QUICK_JIT in args and "-Xss4m" in args
-    assert args.index(QUICK_JIT) < args.index("-Xss4m")
+def test_the_driver_jvm_runs_with_the_quick_jit_and_the_users_options(startup):
+    for run in startup["auto"]:  # the user's options: -Xss4m -Xshare:auto
+        args = run["args"]
+        assert QUICK_JIT in args and "-Xss4m" in args
+        assert args.index(QUICK_JIT) < args.index("-Xss4m")

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.support.driver_session import REPLAY_SESSION, ROOT, run_new_session
+from tests.support.driver_session import ROOT, STARTUP_REPORT, run_new_session
 from streaming.localmode.python_zygote import ENV_KEY, start_zygote
 from streaming.localmode.worker_python import worker_python
 
@@ -136,40 +136,36 @@ def test_the_zygote_ends_with_its_driver(tmp_path):
     assert not os.path.exists(path)
 
 
-_SESSION = REPLAY_SESSION + """
-from streaming.sources import build_source
-
-build_source(spark, config, decoded=True)  # Spark's Python process that creates the source
-print(json.dumps({"zygotes": list(children_of(os.getpid(), "streaming.localmode.python_zygote").values()),
-                  "clients": list(jvm_children(spark, "zygote_client.py").values()),
-                  "python": list(jvm_children(spark, "create_data_source").values())}))
-"""
-
-
-def _session_python(kind: str, tmp_path) -> str:
-    """This interpreter, or the same virtualenv reached through a symlink, as a release folder
-    behind a `current` link is."""
-    if kind == "direct":
-        return sys.executable
+def _session_python(tmp_path) -> str:
+    """The same virtualenv reached through a symlink, as a release folder behind a `current`
+    link is."""
     link = tmp_path / "current"
     link.symlink_to(sys.prefix, target_is_directory=True)
     return str(link / "bin" / os.path.basename(sys.executable))
 
 
-@pytest.mark.parametrize("venv", ["direct", "symlinked"])
-def test_the_jobs_session_starts_spark_python_through_its_zygote(tmp_path, venv):
+def _through_the_zygote(runs: list[dict]) -> None:
+    # The source's creator may start before the zygote is up: then it starts the usual way, and
+    # the session was started again (up to three times).
+    for run in runs:
+        assert len(run["zygotes"]) == 1
+    assert any("create_data_source" in c for c in runs[-1]["clients"])
+
+
+def test_the_jobs_session_starts_spark_python_through_its_zygote(startup):
+    _through_the_zygote(startup["auto"])
+    off = startup["off"][0]
+    assert off["zygotes"] == [] and off["clients"] == []
+    assert off["python"]  # started by the JVM itself
+
+
+def test_a_session_from_a_symlinked_virtualenv_starts_spark_python_through_its_zygote(tmp_path):
     capture = tmp_path / "empty.jsonl"
     capture.write_text("")
-    script = _SESSION.replace("CAPTURE", repr(str(capture)))
-    python = _session_python(venv, tmp_path)
-    # The source's creator may start before the zygote is up: then it starts the usual way.
+    script = STARTUP_REPORT.replace("CAPTURE", repr(str(capture)))
+    runs = []
     for _ in range(3):
-        got = run_new_session(script, tmp_path, python=python)
-        assert len(got["zygotes"]) == 1
-        if got["clients"]:
+        runs.append(run_new_session(script, tmp_path, python=_session_python(tmp_path)))
+        if runs[-1]["clients"]:
             break
-    assert any("create_data_source" in c for c in got["clients"])
-    if venv == "direct":
-        off = run_new_session(script, tmp_path, LOCAL_TUNING="off")
-        assert off["zygotes"] == [] and off["clients"] == []
-        assert off["python"]  # started by the JVM itself
+    _through_the_zygote(runs)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
+from streaming.localmode.python_zygote import ENV_KEY as ZYGOTE_VARIABLE
 from tests.support import paths
 
 ROOT = str(paths.ROOT)
@@ -17,7 +18,11 @@ def run_new_session(script: str, cache_home, python: str = sys.executable, **ext
     pick its worker Python (as `groupscope run` does); returns the JSON of its last output
     line."""
     env = {**os.environ, "XDG_CACHE_HOME": str(cache_home), **extra_env}
-    env.pop("PYSPARK_PYTHON", None)
+    # What this test process's own session set in its environment must not reach the new one:
+    # it would pass for what the new session's tuning is meant to set itself.
+    for inherited in ("PYSPARK_PYTHON", "MALLOC_ARENA_MAX", ZYGOTE_VARIABLE):
+        if inherited not in extra_env:
+            env.pop(inherited, None)
     out = subprocess.run([python, "-c", script], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -25,9 +30,10 @@ def run_new_session(script: str, cache_home, python: str = sys.executable, **ext
 
 
 # The start of a script for `run_new_session`: a job session (`build_spark`) over a replay
-# source at CAPTURE (replace it), local[1], local-mode tuning as $LOCAL_TUNING says (auto). -Xshare:auto leaves out the class-data archive,
+# source at CAPTURE (replace it), local[1], local-mode tuning as $LOCAL_TUNING says (auto), the
+# user's JVM options "-Xss4m -Xshare:auto" (-Xshare:auto leaves out the class-data archive,
 # which a JVM would otherwise spend seconds writing into the test's cache directory on its way
-# out.
+# out; -Xss4m is an option of the user's that tuning must keep).
 REPLAY_SESSION = """
 import json, os, sys
 from tests.support.jvm_children import children_of, jvm_children
@@ -35,8 +41,50 @@ from streaming.config import Config, SourceConfig, SparkConfig
 from streaming.job.session import build_spark
 
 config = Config(spark=SparkConfig(master="local[1]",
-                                  conf={"spark.driver.extraJavaOptions": "-Xshare:auto"},
+                                  conf={"spark.driver.extraJavaOptions": "-Xss4m -Xshare:auto"},
                                   local_tuning=os.environ.get("LOCAL_TUNING", "auto")),
                 source=SourceConfig(type="replay", replay_path=CAPTURE))
 spark = build_spark(config)
 """
+
+# A job session that creates the job's source and reports what local-mode tuning decides at
+# start-up: the processes Spark's Python runs in (zygote, clients, plain), Spark's search for
+# installed data sources, the driver JVM's arguments, worker reuse and malloc arenas. With
+# LOCAL_TUNING=off it also loads the replay format by name as Spark alone would.
+STARTUP_REPORT = REPLAY_SESSION + """
+from streaming.sources import build_source
+
+frame = build_source(spark, config, decoded=True)  # Spark's Python process creates the source
+out = {"zygotes": list(children_of(os.getpid(), "streaming.localmode.python_zygote").values()),
+       "clients": list(jvm_children(spark, "zygote_client.py").values()),
+       "python": list(jvm_children(spark, "create_data_source").values()),
+       "columns": frame.columns}
+if os.environ.get("LOCAL_TUNING") == "off":
+    from streaming.sources.replay import ReplayDataSource
+    spark.dataSource.register(ReplayDataSource)
+    out["columns"] = spark.readStream.format("groupscope-replay").option("path", CAPTURE).load().columns
+jvm = spark.sparkContext._jvm
+manager = getattr(getattr(jvm.org.apache.spark.sql.execution.datasources, "DataSourceManager$"),
+                  "MODULE$")
+out.update(searches=list(jvm_children(spark, "lookup_data_sources").values()),
+           found=manager.dataSourceBuilders().get().size(),
+           args=list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+                     .getInputArguments()),
+           reuse=spark.conf.get("spark.python.worker.reuse", None),
+           jvm_arenas=jvm.java.lang.System.getenv("MALLOC_ARENA_MAX"),
+           arenas=os.environ.get("MALLOC_ARENA_MAX"))
+print(json.dumps(out))
+"""
+
+
+def startup_reports(cache_home, capture: str) -> dict[str, list[dict]]:
+    """STARTUP_REPORT of new job sessions: "auto" (local-mode tuning on; run again, up to three
+    times, while the source's creator started before the zygote was up and so the usual way)
+    and "off" (one run)."""
+    script = STARTUP_REPORT.replace("CAPTURE", repr(capture))
+    auto = []
+    for _ in range(3):
+        auto.append(run_new_session(script, cache_home))
+        if auto[-1]["clients"]:
+            break
+    return {"auto": auto, "off": [run_new_session(script, cache_home, LOCAL_TUNING="off")]}
