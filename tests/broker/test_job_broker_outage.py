@@ -32,9 +32,7 @@ def _commits(first: int, last: int) -> list:
 
 
 def _committed(job: Job) -> int | None:
-    group = job.view.groups.get("outage-app")
-    entry = group.partitions.get(("orders", 0)) if group else None
-    return entry.offset if entry else None
+    return job.view.committed("outage-app").get(("orders", 0))
 
 
 def test_job_survives_a_broker_outage(spark, tmp_path):

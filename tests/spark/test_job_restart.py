@@ -179,7 +179,7 @@ def test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run(spark, tmp_
 
 
 def _offsets_in_view(view: MonitorView) -> dict[str, dict[tuple[str, int], int]]:
-    return {name: {key: p.offset for key, p in g.partitions.items()} for name, g in view.groups.items()}
+    return {name: view.committed(name) for name in view.groups}
 
 
 @pytest.mark.parametrize("map_after", [state_stage.MAP_AFTER_GROUPS, 0],
