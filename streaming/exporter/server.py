@@ -131,7 +131,7 @@ class RunningExporter:
     def __init__(self, server: WSGIServer, thread: threading.Thread, cache: MetricsCache) -> None:
         self.server = server
         self.thread = thread
-        self.cache = cache  # give `cache.refresh` to the end-offset poller as its on_poll
+        self.cache = cache  # give `cache.refresh_if_read` to the end-offset poller as its on_poll
 
     @property
     def port(self) -> int:

@@ -357,7 +357,7 @@ class Job:
                 log.info("restored %d events from the history at %s", restored, config.history.path)
         if self._want_exporter:
             self.exporter = serve(self.view, exporter_settings(config))
-        refresh = self.exporter.cache.refresh if self.exporter is not None else None
+        refresh = self.exporter.cache.refresh_if_read if self.exporter is not None else None
         if self._want_poller and self._offsets_client_factory is not None:
             self.poller = EndOffsetPoller(self.view, self._offsets_client_factory,
                                           poller_settings(config), clock=self.view.clock,

@@ -713,6 +713,30 @@ def test_a_refresh_renders_the_state_of_only_the_groups_that_changed(clock, monk
     assert cache.text() == render_text(build_families(view))
 
 
+def test_the_poller_renders_again_only_what_a_scrape_read(clock, monkeypatch):
+    """After a poll the cache renders again only if a scrape read its last render: polls with no
+    scrape between them render nothing (the next scrape renders what it serves)."""
+    view = make_view(clock)
+    view.update_topic_metadata({}, {"orders": 1})
+    view.update_groups([snapshot("g", [member("m", [("orders", 0)])], [("orders", 0, 4, T0 - 30)])])
+    cache = MetricsCache(view)
+    refreshes = []
+    refresh = MetricsCache.refresh
+    monkeypatch.setattr(MetricsCache, "refresh",
+                        lambda self: (refreshes.append(clock.now), refresh(self))[1])
+    for step in range(3):
+        view.update_end_offsets({("orders", 0): 10 + step}, {}, T0 + step, 0.01)
+        cache.refresh_if_read()
+    assert len(refreshes) == 1  # the first render; nothing read it since
+    assert value(parse(cache.text()), "kafka_consumergroup_lag", group="g", topic="orders",
+                 partition="0") == 8
+    view.update_end_offsets({("orders", 0): 20}, {}, T0 + 5, 0.01)
+    cache.refresh_if_read()
+    assert len(refreshes) == 3  # the scrape's (the view changed) and the poll's after it
+    assert value(parse(cache.text()), "kafka_consumergroup_lag", group="g", topic="orders",
+                 partition="0") == 16
+
+
 def test_metadata_that_did_not_change_renders_no_group_again(clock, monkeypatch):
     view = make_view(clock)
     view.update_topic_metadata({"AAAAAAAAAAAAAAAAAAAAAQ": "orders"}, {"orders": 3})
