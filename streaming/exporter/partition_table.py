@@ -81,21 +81,34 @@ class PartitionTable:
             grown[:size] = getattr(self, name)
             setattr(self, name, grown)
 
-    def add(self, group: int, topic: int, partition: int, tp: int, exported: bool) -> int:
+    def reserve(self) -> int:
+        """A free row for a new group-partition; `fill` gives it its columns (rows are made in
+        bulk: numpy costs a microsecond or so per element assigned one at a time)."""
         if self._released:
-            row = self._released.pop()
-        else:
-            if self._used == len(self.live):
-                self._grow()
-            row = self._used
-            self._used += 1
-        self.group[row], self.topic[row], self.partition[row], self.tp[row] = (
-            group, topic, partition, tp)
-        self.offset[row], self.commit_s[row] = -1, 0.0
-        self.live[row], self.exported[row] = True, exported
-        self.negative_seen_at[row], self.lengths[row], self.history[row] = -1, 0, STALE
-        self.count += 1
+            return self._released.pop()
+        if self._used == len(self.live):
+            self._grow()
+        row = self._used
+        self._used += 1
+        return row
+
+    def fill(self, rows: np.ndarray, groups: np.ndarray, topics: np.ndarray,
+             partitions: np.ndarray, tps: np.ndarray, exported: np.ndarray) -> None:
+        """Start reserved rows: who they are, nothing committed yet."""
+        if not len(rows):
+            return
+        self.group[rows], self.topic[rows], self.partition[rows] = groups, topics, partitions
+        self.tp[rows], self.exported[rows], self.live[rows] = tps, exported, True
+        self.offset[rows], self.commit_s[rows] = -1, 0.0
+        self.negative_seen_at[rows], self.lengths[rows], self.history[rows] = -1, 0, STALE
+        self.count += len(rows)
         self.version += 1
+
+    def add(self, group: int, topic: int, partition: int, tp: int, exported: bool) -> int:
+        """One new row, reserved and filled."""
+        row = self.reserve()
+        self.fill(np.array([row]), np.array([group]), np.array([topic]), np.array([partition]),
+                  np.array([tp]), np.array([exported]))
         return row
 
     def release(self, rows: list[int]) -> None:

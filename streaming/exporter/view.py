@@ -104,6 +104,7 @@ class MonitorView:
         self.ends = EndsTable(self.settings.time_table_size)
         # Commits gathered while a batch is applied, then applied to the table at once.
         self._pending: list[tuple[int, int, float]] = []
+        self._new: list[tuple[int, GroupRecord, int, int]] = []  # rows reserved, to fill
         self._released: list[int] = []
         self.groups_version = 0  # bumped when a group appears, dies or goes
         self._order: tuple | None = None  # exposition_order's cache
@@ -325,14 +326,25 @@ class MonitorView:
         if row is None:
             topic, partition = key
             topic_id = self.topics.id(topic)
-            row = group.partitions[key] = self.table.add(
-                group.id, topic_id, partition, tp_key(topic_id, partition),
-                self._exported(group, topic))
+            row = group.partitions[key] = self.table.reserve()
+            self._new.append((row, group, topic_id, partition))
         self._pending.append((row, offset, commit_s))
 
     def _flush(self) -> None:
         """Apply the gathered commits to the table, each with its lag when it was made (from
         the end offsets known at its commit time), then free the rows given up."""
+        new, self._new = self._new, []
+        if new:  # whether a row is exported is decided now: the batch may have resubscribed
+            names = self.topics.names
+            rows, groups, topics, partitions = zip(*new)
+            topic_ids = np.array(topics, dtype=np.int64)
+            partition_ids = np.array(partitions, dtype=np.int64)
+            self.table.fill(np.array(rows, dtype=np.int64),
+                            np.array([g.id for g in groups], dtype=np.int32),
+                            topic_ids.astype(np.int32), partition_ids.astype(np.int32),
+                            (topic_ids << 32) | partition_ids,
+                            np.array([self._exported(g, names[t]) for g, t in zip(groups, topics)],
+                                     dtype=np.bool_))
         pending, self._pending = self._pending, []
         if pending:
             rows = np.fromiter((p[0] for p in pending), dtype=np.int64, count=len(pending))
