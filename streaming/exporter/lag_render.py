@@ -33,7 +33,7 @@ def _scalar(text: str) -> pa.Scalar:
 
 
 class NameTable:
-    """Names (raw, and escaped as label values) that label columns index into."""
+    """IndexedNames (raw, and escaped as label values) that label columns index into."""
 
     def __init__(self, names: Sequence[str | None]) -> None:
         self.raw = [name or "" for name in names]
@@ -41,19 +41,19 @@ class NameTable:
 
 
 @dataclass(frozen=True)
-class Names:
+class IndexedNames:
     table: NameTable
     index: np.ndarray
 
 
-Label = Union[str, Names, np.ndarray]  # constant, names by index, integers
+Label = Union[str, IndexedNames, np.ndarray]  # constant, names by index, integers
 
 
 def _take(label: Label, index: np.ndarray) -> Label:
     if isinstance(label, str):
         return label
-    if isinstance(label, Names):
-        return Names(label.table, label.index[index])
+    if isinstance(label, IndexedNames):
+        return IndexedNames(label.table, label.index[index])
     return label[index]
 
 
@@ -94,7 +94,7 @@ def label_text(labels: Sequence[tuple[str, Label]], n: int) -> pa.Array:
             constant += _escape(value) + '"'
             continue
         column = (pc.take(value.table.escaped, pa.array(value.index))
-                  if isinstance(value, Names) else int_text(value))
+                  if isinstance(value, IndexedNames) else int_text(value))
         pieces += [_scalar(constant), column]
         constant = '"'
     if not pieces:
@@ -134,7 +134,7 @@ class ColumnFamily:
         for _, value in self.labels:
             if isinstance(value, str):
                 columns.append([value] * n)
-            elif isinstance(value, Names):
+            elif isinstance(value, IndexedNames):
                 raw = value.table.raw
                 columns.append([raw[i] for i in value.index.tolist()])
             else:
@@ -175,8 +175,8 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
         return [(name, _take(value, index)) for name, value in labels]
 
     c = cluster
-    group_col = Names(groups, frame.group_pos)
-    topic_col = Names(topics, frame.topic)
+    group_col = IndexedNames(groups, frame.group_pos)
+    topic_col = IndexedNames(topics, frame.topic)
     gtp = [("cluster", c), ("group", group_col), ("topic", topic_col),
            ("partition", frame.partition)]
     known = frame.known
@@ -204,7 +204,7 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
         put("kafka_consumergroup_partition_status", gtp, frame.status, prefix=gtp_text)
 
     # Every live group has an unknown count and a status, partitions or not.
-    every = [("cluster", c), ("group", Names(groups, np.arange(len(frame.groups))))]
+    every = [("cluster", c), ("group", IndexedNames(groups, np.arange(len(frame.groups))))]
     put("kafka_consumergroup_lag_unknown_partitions", every,
         np.bincount(frame.group_pos[~known], minlength=len(frame.groups)))
     status = group_statuses(frame)
@@ -216,10 +216,10 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
     # Roll-ups over the partitions whose end offset is known: a group with none has none.
     kg, kt = frame.group_pos[k], frame.topic[k]
     kgt_starts = segment_starts(kg, kt)
-    kgt = [("cluster", c), ("group", Names(groups, kg[kgt_starts])),
-           ("topic", Names(topics, kt[kgt_starts]))]
+    kgt = [("cluster", c), ("group", IndexedNames(groups, kg[kgt_starts])),
+           ("topic", IndexedNames(topics, kt[kgt_starts]))]
     kg_starts = segment_starts(kg)
-    kgroup = [("cluster", c), ("group", Names(groups, kg[kg_starts]))]
+    kgroup = [("cluster", c), ("group", IndexedNames(groups, kg[kg_starts]))]
     lag_k, seconds_k = frame.lag[k], frame.seconds[k]
     if len(k):
         topic_lag = np.add.reduceat(lag_k, kgt_starts)
@@ -238,7 +238,7 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
         simple = np.array([0 if ever_had_members(frame.groups[g]) else 1
                            for g in kg[kg_starts].tolist()], dtype=np.int64)
         max_labels = kgroup + [("cluster_name", c),
-                               ("is_simple_consumer", Names(_BOOLEANS, simple))]
+                               ("is_simple_consumer", IndexedNames(_BOOLEANS, simple))]
     put("kafka_consumergroup_group_max_lag", max_labels, max_lag)
     put("kafka_consumergroup_group_max_lag_seconds", max_labels, max_seconds, True)
     if kle:
@@ -252,8 +252,8 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
 
     # Per group and topic over every exported partition.
     gt_starts = segment_starts(frame.group_pos, frame.topic)
-    gt = [("cluster", c), ("group", Names(groups, frame.group_pos[gt_starts])),
-          ("topic", Names(topics, frame.topic[gt_starts]))]
+    gt = [("cluster", c), ("group", IndexedNames(groups, frame.group_pos[gt_starts])),
+          ("topic", IndexedNames(topics, frame.topic[gt_starts]))]
     offset_sums = (np.add.reduceat(frame.offset, gt_starts) if len(frame)
                    else np.zeros(0, np.int64))
     if ke:
@@ -275,9 +275,9 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
         runs[gt_starts] = 1
         first, counts = _statuses_by_topic(frame, np.cumsum(runs))
         put("kafka_consumergroup_topic_status_partitions",
-            [("cluster", c), ("group", Names(groups, frame.group_pos[first])),
-             ("topic", Names(topics, frame.topic[first])),
-             ("status", Names(_STATUS_NAMES, frame.status[first].astype(np.int64)))], counts)
+            [("cluster", c), ("group", IndexedNames(groups, frame.group_pos[first])),
+             ("topic", IndexedNames(topics, frame.topic[first])),
+             ("status", IndexedNames(_STATUS_NAMES, frame.status[first].astype(np.int64)))], counts)
         return out
 
     # Compatibility names per partition.
@@ -306,9 +306,9 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
         ids_table = NameTable([m for _, m, _ in labels])
         clients_table = NameTable([cl for _, _, cl in labels])
         kle_p = [("cluster", c), ("cluster_name", c), ("group", group_col), gtp[2], gtp[3],
-                 ("member_host", Names(hosts_table, member_of)),
-                 ("consumer_id", Names(ids_table, member_of)),
-                 ("client_id", Names(clients_table, member_of))]
+                 ("member_host", IndexedNames(hosts_table, member_of)),
+                 ("consumer_id", IndexedNames(ids_table, member_of)),
+                 ("client_id", IndexedNames(clients_table, member_of))]
         put("kafka_consumergroup_group_offset", kle_p, frame.offset)
         put("kafka_consumergroup_group_lag", at(kle_p, k), frame.lag[k])
         put("kafka_consumergroup_group_lag_seconds", at(kle_p, k), frame.seconds[k], True)
@@ -338,7 +338,7 @@ def log_families(view, topics: NameTable) -> list[ColumnFamily]:
             out.append(ColumnFamily(name, exposed_name(name, kinds[name]), tuple(labels),
                                     values))
 
-    tp = [("cluster", c), ("topic", Names(topics, topic)), ("partition", partition)]
+    tp = [("cluster", c), ("topic", IndexedNames(topics, topic)), ("partition", partition)]
     kle_tp = [("cluster", c), ("cluster_name", c), tp[1], tp[2]]
     started = [(name, _take(value, has_start)) for name, value in tp]
     kle_started = [(name, _take(value, has_start)) for name, value in kle_tp]
@@ -350,7 +350,7 @@ def log_families(view, topics: NameTable) -> list[ColumnFamily]:
         seen = np.unique(topic)
         names = sorted(topics.raw[t] for t in seen.tolist()
                        if topics.raw[t] in view.partition_counts)
-        put("kafka_topic_partitions", [("cluster", c), ("topic", Names(NameTable(names),
+        put("kafka_topic_partitions", [("cluster", c), ("topic", IndexedNames(NameTable(names),
                                                                         np.arange(len(names))))],
             np.array([view.partition_counts[name] for name in names], dtype=np.int64))
     if KAFKA_LAG_EXPORTER in compat:

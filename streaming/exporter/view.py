@@ -109,7 +109,7 @@ class MonitorView:
         self.groups_version = 0  # bumped when a group appears, dies or goes
         self._order: tuple | None = None  # exposition_order's cache
         self._topic_rank: np.ndarray | None = None
-        self._topic_names = None
+        self._topic_names: NameTable | None = None
         self.topic_names: dict[str, str] = {}       # KIP-848 topic id -> name
         self.partition_counts: dict[str, int] = {}  # topic -> partitions, from metadata
         self.records_total: dict[str, int] = {}
