@@ -15,7 +15,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from coordinator.lag_arrays import add_samples, offsets_at
+from coordinator.lag_arrays import add_samples
 
 NO_START = -1
 
@@ -131,13 +131,3 @@ class EndsTable:
         if row is None or self.starts[row] == NO_START:
             return None
         return int(self.starts[row])
-
-    def offset_at(self, key: int, when_s: float) -> int | None:
-        """The log end offset of `key` at `when_s` (None before its first sample)."""
-        row = self.index.get(key)
-        if row is None:
-            return None
-        rows = np.array([row])
-        value, known = offsets_at(self.offsets[rows], self.times[rows], self.counts[rows],
-                                  np.array([when_s]))
-        return int(value[0]) if known[0] else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from coordinator.lag_arrays import NO_LAG, add_commits, rounds
+from coordinator.lag_arrays import add_commits, rounds
 
 STALE = -1  # history column: the window changed since its rules 5-6 verdict was computed
 
@@ -104,13 +104,6 @@ class PartitionTable:
         self.count += len(rows)
         self.version += 1
 
-    def add(self, group: int, topic: int, partition: int, tp: int, exported: bool) -> int:
-        """One new row, reserved and filled."""
-        row = self.reserve()
-        self.fill(np.array([row]), np.array([group]), np.array([topic]), np.array([partition]),
-                  np.array([tp]), np.array([exported]))
-        return row
-
     def release(self, rows: list[int]) -> None:
         if not rows:
             return
@@ -145,4 +138,4 @@ class PartitionTable:
                         self.w_lags, self.lengths, min_distance_s)
 
 
-__all__ = ["NO_LAG", "Names", "PartitionTable", "STALE"]
+__all__ = ["Names", "PartitionTable", "STALE"]
