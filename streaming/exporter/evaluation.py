@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.exporter.catalog import (BURROW, KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, PARTITION,
-                                       served_families)
+from streaming.exporter.catalog import KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, PARTITION, served_families
 from streaming.exporter.exposition import Family
 from streaming.exporter.lag_frame import evaluate
 from streaming.exporter.lag_render import ColumnFamily, lag_families, log_families
@@ -100,7 +99,6 @@ class Evaluator:
         compat = view.settings.compat
         self.ke = KAFKA_EXPORTER in compat
         self.kle = KAFKA_LAG_EXPORTER in compat
-        self.burrow = BURROW in compat
 
     # ---- groups -----------------------------------------------------------------------------
 
