@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.exporter.catalog import KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, PARTITION, served_families
+from streaming.exporter.catalog import (KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, PARTITION,
+                                       served_families)
 from streaming.exporter.exposition import Family
 from streaming.exporter.lag_frame import evaluate
 from streaming.exporter.lag_render import ColumnFamily, lag_families, log_families
