@@ -20,8 +20,14 @@ from coordinator.lag_arrays import add_samples
 NO_START = -1
 
 
-def tp_key(topic_id: int, partition: int) -> int:
+def tp_key(topic_id, partition):
+    """The key of (topic id, partition): ints, or numpy arrays of them."""
     return (topic_id << 32) | partition
+
+
+def tp_parts(keys):
+    """(topic ids, partitions) of keys: the inverse of tp_key."""
+    return keys >> 32, keys & 0xFFFFFFFF
 
 
 class EndsTable:

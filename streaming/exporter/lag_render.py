@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from coordinator.status import Status
 from streaming.exporter.catalog import (BURROW, KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, PARTITION,
                                         exposed_name, served_families)
+from streaming.exporter.ends_table import tp_parts
 from streaming.exporter.exposition import _escape
 from streaming.exporter.lag_frame import LagFrame, group_statuses, segment_starts
 
@@ -325,7 +326,7 @@ def log_families(view, topics: NameTable) -> list[ColumnFamily]:
     rows = np.fromiter(ends.index.values(), dtype=np.int64, count=len(ends.index))
     counts = ends.counts[rows]
     keys, rows, counts = keys[counts > 0], rows[counts > 0], counts[counts > 0]
-    topic, partition = keys >> 32, keys & 0xFFFFFFFF
+    topic, partition = tp_parts(keys)
     order = np.lexsort((partition, view.topic_rank()[topic]))
     rows, topic, partition, counts = rows[order], topic[order], partition[order], counts[order]
     latest = ends.offsets[rows, counts - 1]

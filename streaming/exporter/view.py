@@ -25,7 +25,7 @@ from coordinator.lag_arrays import NO_LAG, offsets_at
 from coordinator.status import StatusSettings
 from coordinator.timelag import DEFAULT_TABLE_SIZE
 from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, PARTITION
-from streaming.exporter.ends_table import EndsTable, tp_key
+from streaming.exporter.ends_table import EndsTable, tp_key, tp_parts
 from streaming.exporter.lag_render import NameTable
 from streaming.exporter.partition_table import Names, PartitionTable
 from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, Histogram
@@ -172,13 +172,10 @@ class MonitorView:
     # ---- fed by the end-offset poller -----------------------------------------------------
 
     def wanted_partitions(self) -> set[TopicPartition]:
-        """Partitions whose end offsets the poller should fetch: those live groups commit to."""
+        """Partitions whose end offsets the poller should fetch: those live groups commit to
+        (a Dead group holds none)."""
         with self.lock:
-            wanted: set[TopicPartition] = set()
-            for group in self.groups.values():
-                if group.dead_since_s is None:
-                    wanted.update(group.partitions)
-            return wanted
+            return self._partitions(self._held())
 
     def update_end_offsets(self, ends: Mapping[TopicPartition, int],
                            starts: Mapping[TopicPartition, int], observed_s: float,
@@ -237,11 +234,18 @@ class MonitorView:
         self.group_ids.release(group.name)
         self.groups_version += 1
 
+    def _held(self) -> np.ndarray:
+        """The tp keys of the partitions some group holds a committed offset for."""
+        return np.unique(self.table.tp[self.table.live])
+
+    def _partitions(self, keys: np.ndarray) -> set[TopicPartition]:
+        names = self.topics.names
+        topic_ids, partitions = tp_parts(keys)
+        return {(names[t], p) for t, p in zip(topic_ids.tolist(), partitions.tolist())}
+
     def _forget_unwanted_ends(self) -> None:
-        table = self.table
-        wanted = np.unique(table.tp[table.live])
         held = np.array(self.ends.keys(), dtype=np.int64)
-        self.ends.forget(held[~np.isin(held, wanted)].tolist())
+        self.ends.forget(held[~np.isin(held, self._held())].tolist())
 
     def take_changed_groups(self) -> set[str]:
         changed, self.changed_groups = self.changed_groups, set()
@@ -342,7 +346,7 @@ class MonitorView:
             self.table.fill(np.array(rows, dtype=np.int64),
                             np.array([g.id for g in groups], dtype=np.int32),
                             topic_ids.astype(np.int32), partition_ids.astype(np.int32),
-                            (topic_ids << 32) | partition_ids,
+                            tp_key(topic_ids, partition_ids),
                             np.array([self._exported(g, names[t]) for g, t in zip(groups, topics)],
                                      dtype=np.bool_))
         pending, self._pending = self._pending, []
@@ -389,8 +393,7 @@ class MonitorView:
     def polled(self) -> set[TopicPartition]:
         """The partitions whose end offsets the view holds."""
         with self.lock:
-            names = self.topics.names
-            return {(names[key >> 32], key & 0xFFFFFFFF) for key in self.ends.keys()}
+            return self._partitions(np.array(self.ends.keys(), dtype=np.int64))
 
     def committed(self, group: str) -> dict[TopicPartition, int]:
         """The committed offset of each partition the view holds for `group`."""
