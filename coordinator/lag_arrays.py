@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from coordinator.status import Status, StatusSettings
+from coordinator.status import GROUP_LEVEL, Status, StatusSettings
 from coordinator.timelag import TimeLagMethod
 
 NO_LAG = -1  # a window's lag when no end offset was known at commit time
@@ -237,3 +237,18 @@ def add_samples(rows: np.ndarray, ends: np.ndarray, observed_s: float, offsets: 
         offsets[over, :capacity] = np.take_along_axis(o, source, axis=1)
         times[over, :capacity] = np.take_along_axis(t, source, axis=1)
         counts[over] = capacity
+
+
+# `coordinator.status.GROUP_LEVEL` as a table indexed by status value.
+_AS_GROUP = np.array([int(GROUP_LEVEL.get(s, s)) for s in Status], dtype=np.int8)
+
+
+def group_statuses(statuses: np.ndarray, starts: np.ndarray, groups: int,
+                   positions: np.ndarray) -> np.ndarray:
+    """`coordinator.status.group_status` per group: `statuses` sorted by group, each group's
+    run beginning at `starts`, its group's index `positions[starts]`; NOTFOUND for a group
+    with no partition."""
+    worst = np.zeros(groups, dtype=np.int8)
+    if len(starts):
+        worst[positions[starts]] = np.maximum.reduceat(_AS_GROUP[statuses], starts)
+    return worst

@@ -164,14 +164,15 @@ def _unrecovered_rewind(offsets: Sequence[int]) -> bool:
     return pending is not None
 
 
-_GROUP_LEVEL = {Status.STOP: Status.ERR, Status.STALL: Status.ERR, Status.REWIND: Status.ERR}
+# How a partition's status shows at group level (the others show as themselves).
+GROUP_LEVEL = {Status.STOP: Status.ERR, Status.STALL: Status.ERR, Status.REWIND: Status.ERR}
 
 
 def group_status(partition_statuses: Iterable[Status]) -> Status:
     """Worst partition status; STOP, STALL and REWIND are shown as ERR for the group."""
     worst = Status.NOTFOUND
     for status in partition_statuses:
-        status = _GROUP_LEVEL.get(status, status)
+        status = GROUP_LEVEL.get(status, status)
         if status > worst:
             worst = status
     return worst

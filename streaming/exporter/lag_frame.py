@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from coordinator import lag_arrays
 from coordinator.lag_arrays import (history_statuses, offsets_at, partition_statuses,
                                     time_lags)
-from coordinator.status import Status
 from streaming.exporter.partition_table import STALE
 
 _CHUNK = 65536  # rows evaluated at a time: bounds the (rows x table size) temporaries
@@ -96,11 +96,6 @@ def evaluate(view, now: float) -> LagFrame:
                     order_key=order_key)
 
 
-_GROUP_LEVEL = np.arange(len(Status), dtype=np.int8)
-for _partition_status in (Status.STOP, Status.STALL, Status.REWIND):
-    _GROUP_LEVEL[int(_partition_status)] = int(Status.ERR)
-
-
 def segment_starts(*keys: np.ndarray) -> np.ndarray:
     """Where each run of equal (keys...) begins, for arrays sorted by them."""
     if not len(keys[0]):
@@ -115,8 +110,5 @@ def segment_starts(*keys: np.ndarray) -> np.ndarray:
 def group_statuses(frame: LagFrame) -> np.ndarray:
     """`coordinator.status.group_status` per group of the frame (NOTFOUND for a group without
     partitions)."""
-    worst = np.zeros(len(frame.groups), dtype=np.int8)
-    starts = segment_starts(frame.group_pos)
-    if len(starts):
-        worst[frame.group_pos[starts]] = np.maximum.reduceat(_GROUP_LEVEL[frame.status], starts)
-    return worst
+    return lag_arrays.group_statuses(frame.status, segment_starts(frame.group_pos),
+                                     len(frame.groups), frame.group_pos)
