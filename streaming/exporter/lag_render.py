@@ -143,6 +143,25 @@ class ColumnFamily:
         return list(zip(zip(*columns), self.values.tolist())) if columns else []
 
 
+def _labels_at(labels, index: np.ndarray) -> list[tuple[str, Label]]:
+    """The labels of the series at `index` of those `labels` describe."""
+    return [(name, _take(value, index)) for name, value in labels]
+
+
+class _Families(list):
+    """The ColumnFamily objects put so far, of families served with these settings."""
+
+    def __init__(self, compat: tuple[str, ...], granularity: str | None) -> None:
+        super().__init__()
+        self.kinds = {f.name: f.kind for f in served_families(compat, granularity)}
+
+    def put(self, name: str, labels, values: np.ndarray, floats: bool = False,
+            prefix: pa.Array | None = None) -> None:
+        if len(values):
+            self.append(ColumnFamily(name, exposed_name(name, self.kinds[name]), tuple(labels),
+                                     values, floats, prefix))
+
+
 def _statuses_by_topic(frame: LagFrame, runs: np.ndarray):
     """(row of each (group, topic, status) run, its length), runs in (group, topic, status)
     order; `runs` numbers each row's (group, topic) run."""
@@ -160,20 +179,11 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
     `ever_had_members(group)` whether it ever had one (kafka-lag-exporter's labels). `kept`,
     a dict the caller keeps between calls, holds the label text of every group-partition
     until the rows change (`frame.order_key`): most of each line, built once."""
-    kinds = {f.name: f.kind for f in served_families(compat, granularity)}
-    out: list[ColumnFamily] = []
+    out = _Families(compat, granularity)
+    put, at = out.put, _labels_at
     ke, kle, burrow = (KAFKA_EXPORTER in compat, KAFKA_LAG_EXPORTER in compat,
                        BURROW in compat)
     groups = NameTable(frame.groups)
-
-    def put(name: str, labels, values: np.ndarray, floats: bool = False,
-            prefix: pa.Array | None = None) -> None:
-        if len(values):
-            out.append(ColumnFamily(name, exposed_name(name, kinds[name]),
-                                    tuple(labels), values, floats, prefix))
-
-    def at(labels, index):
-        return [(name, _take(value, index)) for name, value in labels]
 
     c = cluster
     group_col = IndexedNames(groups, frame.group_pos)
@@ -320,7 +330,8 @@ def log_families(view, topics: NameTable) -> list[ColumnFamily]:
     """Each polled partition's log end and start offsets (and the compatibility names for
     them), in topic name and partition order. Callers hold the view's lock."""
     compat = view.settings.compat
-    kinds = {f.name: f.kind for f in served_families(compat, view.settings.granularity)}
+    out = _Families(compat, view.settings.granularity)
+    put = out.put
     ends, c = view.ends, view.settings.cluster
     keys = np.fromiter(ends.index.keys(), dtype=np.int64, count=len(ends.index))
     rows = np.fromiter(ends.index.values(), dtype=np.int64, count=len(ends.index))
@@ -332,17 +343,10 @@ def log_families(view, topics: NameTable) -> list[ColumnFamily]:
     latest = ends.offsets[rows, counts - 1]
     start = ends.starts[rows]
     has_start = np.flatnonzero(start >= 0)
-    out: list[ColumnFamily] = []
-
-    def put(name: str, labels, values: np.ndarray) -> None:
-        if name in kinds and len(values):
-            out.append(ColumnFamily(name, exposed_name(name, kinds[name]), tuple(labels),
-                                    values))
 
     tp = [("cluster", c), ("topic", IndexedNames(topics, topic)), ("partition", partition)]
     kle_tp = [("cluster", c), ("cluster_name", c), tp[1], tp[2]]
-    started = [(name, _take(value, has_start)) for name, value in tp]
-    kle_started = [(name, _take(value, has_start)) for name, value in kle_tp]
+    started, kle_started = _labels_at(tp, has_start), _labels_at(kle_tp, has_start)
     put("kafka_partition_log_end_offset", tp, latest)
     put("kafka_partition_log_start_offset", started, start[has_start])
     if KAFKA_EXPORTER in compat:
