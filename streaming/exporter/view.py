@@ -282,16 +282,16 @@ class MonitorView:
         # The offsets live in `partitions`; keeping them in the snapshot too would double memory.
         state = {k: v for k, v in snapshot.items() if k != "offsets"}
         if group.snapshot is None or _state_differs(state, group.snapshot):
+            # What follows derives from the state alone: a snapshot of commits leaves it.
             self.changed_groups.add(name)
+            if snapshot.get("members"):
+                group.ever_had_members = True
+            subscribed = snapshot.get("subscribed_topics") or []
+            if subscribed and frozenset(subscribed) != group.subscribed:
+                group.subscribed = frozenset(subscribed)
+                self._export(group)
+            group.owners = self._owners(snapshot)
         group.snapshot = state
-        members = snapshot.get("members") or []
-        if members:
-            group.ever_had_members = True
-        subscribed = snapshot.get("subscribed_topics") or []
-        if subscribed and frozenset(subscribed) != group.subscribed:
-            group.subscribed = frozenset(subscribed)
-            self._export(group)
-        group.owners = self._owners(snapshot)
         activity = (snapshot.get("updated_ms") or 0) / 1000.0
         seen: set[TopicPartition] = set()
         topics = self.settings.topics
