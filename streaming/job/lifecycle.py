@@ -25,6 +25,7 @@ from streaming.pipeline.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_st
 from streaming.gc_pause import collector_paused
 from streaming.job.state_restore import committed_snapshots
 from streaming.job.history import HISTORY_EVENTS, HistoryWriter, batch_base
+from streaming.job.history_layout import highest_batch
 from streaming.job.history_maintenance import HistoryMaintenance
 from streaming.job.history_totals import restore
 from streaming.job.settings import (exporter_settings, offsets_client_factory, poller_settings,
@@ -149,9 +150,14 @@ class BatchSink:
     nothing for it and runs it again at the next start."""
 
     def __init__(self, view: MonitorView, history: HistoryWriter | None,
-                 progress: OffsetsTopicProgress, snapshot_interval_s: float) -> None:
+                 progress: OffsetsTopicProgress, snapshot_interval_s: float,
+                 counted_through: int = -1) -> None:
         self.view = view
         self.history = history
+        # The history is written before Spark commits a batch. A stop or crash in between leaves
+        # in it the events of a batch that runs again at the next start, and the view counted
+        # them when it restored its counters: batches up to this id count none of them again.
+        self.counted_through = counted_through
         self.progress = progress
         self.snapshot_interval_s = snapshot_interval_s
         self._snapshot_written: dict[str, float] = {}
@@ -223,6 +229,8 @@ class BatchSink:
             self._note_progress(monitor)  # before the view's lock: it may ask the broker
         # One batch reaches the view whole: a reader (a scrape, a test) never sees a group's new
         # state next to record counters that do not include the records behind it yet.
+        if batch_id <= self.counted_through:
+            events = [e for e in events if e["event"] not in HISTORY_EVENTS]
         with self.view.lock:
             self.view.update_groups(snapshots)
             self.view.apply_events(events)
@@ -341,6 +349,7 @@ class Job:
         self.view.set_record_totals(self.view.records_total,
                                     {**{reason: 0 for reason in SKIP_LABELS}, **self.view.records_skipped})
         history = None
+        counted_through = -1
         state = committed_snapshots(self.spark, query_checkpoint, layout.groups)
         if state is not None:
             self.view.update_groups(state)
@@ -355,6 +364,9 @@ class Job:
             restored = restore_view(self.view, config.history.path, snapshots=state is None)
             if restored:
                 log.info("restored %d events from the history at %s", restored, config.history.path)
+            written = highest_batch(settings.path)
+            if written is not None:
+                counted_through = written - history.batch_base
         if self._want_exporter:
             self.exporter = serve(self.view, exporter_settings(config))
         refresh = self.exporter.cache.refresh_if_read if self.exporter is not None else None
@@ -365,7 +377,8 @@ class Job:
         progress = OffsetsTopicProgress(self._progress_target,
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
         progress.refresh_target()
-        self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval)
+        self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval,
+                              counted_through)
         stream = build_pipeline(self.spark, config, layout, self._source_df)
         trigger = {"processingTime": f"{int(config.trigger.interval * 1000)} milliseconds"}
         self.query = (stream.writeStream.foreachBatch(self.sink)

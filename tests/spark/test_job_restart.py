@@ -19,6 +19,7 @@ import yaml
 
 from coordinator.simulator import Simulation, load_scenario
 from streaming.job.history import latest_snapshots, read_history, unique_events
+from streaming.job.history_layout import highest_batch
 from streaming.job.lifecycle import Job, restore_view
 from streaming.exporter.view import MonitorView
 from streaming.pipeline import state_stage
@@ -218,3 +219,27 @@ def test_a_restart_serves_each_group_as_the_state_store_left_it(spark, tmp_path,
     finally:
         second.stop()
     assert restored == expected
+
+
+def test_a_batch_in_the_history_that_spark_did_not_commit_counts_once(spark, tmp_path,
+                                                                     uninterrupted):
+    """The history is written before Spark commits the batch: a stop or crash in between
+    leaves a history that already holds a batch the next start runs again. The restart
+    restores its counters from that history and must not count the batch's events twice."""
+    capture, _, expected = uninterrupted
+    _run_in_process(spark, tmp_path, capture)
+    commits = tmp_path / "checkpoint" / "query" / "commits"
+    batches = sorted(int(name) for name in os.listdir(commits) if name.isdigit())
+    # The whole capture fits one batch: it wrote every event, and it is the batch to run again.
+    assert batches == [0] and highest_batch(str(tmp_path / "history")) == 0
+    assert read_history(str(tmp_path / "history"), "events")
+    for name in os.listdir(commits):
+        os.remove(commits / name)
+
+    job = Job(replay_config(tmp_path, capture), spark=spark, start_exporter=False,
+              start_poller=False)
+    job.start().processAllAvailable()
+    job.stop()
+    assert sorted(int(n) for n in os.listdir(commits) if n.isdigit()) == [0]  # it ran again
+    got = _outcome(job, str(tmp_path / "history"))
+    assert got == expected
