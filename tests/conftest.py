@@ -16,6 +16,7 @@ import pytest
 from hypothesis import settings
 
 from tests.support.kafka_broker import KafkaBroker, start_kafka
+from tests.support.secured_kafka import SecuredBroker, secured_settings
 
 GROUPS = ("unit", "spark", "broker", "prometheus", "deploy")
 
@@ -39,11 +40,25 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 @pytest.fixture(scope="session")
-def broker() -> KafkaBroker:
-    """Apache Kafka 4.4 (KRaft, one node on 127.0.0.1), for the whole session."""
-    running = start_kafka("4.4.0")
+def broker(tmp_path_factory) -> KafkaBroker:
+    """Apache Kafka 4.4 (KRaft, one node on 127.0.0.1), for the whole session. Its PLAINTEXT
+    listener (`bootstrap`) lets tests do anything; its secured listeners (`secured_broker`)
+    grant only what ACLs allow."""
+    props, listeners, format_args, password, tls = secured_settings(tmp_path_factory.mktemp("tls"))
+    running = start_kafka("4.4.0", extra_props=props, listeners=listeners, format_args=format_args)
+    running.scram_password, running.tls = password, tls  # for secured_broker
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def secured_broker(broker) -> SecuredBroker:
+    """The session broker's SASL_SSL (SCRAM-SHA-512, OAUTHBEARER) and mutual-TLS listeners
+    (tests/support/secured_kafka.py)."""
+    return SecuredBroker(plaintext=broker.bootstrap,
+                         sasl_ssl=f"127.0.0.1:{broker.listeners['SASL_SSL']}",
+                         ssl=f"127.0.0.1:{broker.listeners['SSL']}",
+                         scram_password=broker.scram_password, tls=broker.tls)
 
 
 @pytest.fixture(scope="session")

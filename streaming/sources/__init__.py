@@ -40,8 +40,8 @@ def _groupscope_kafka(spark: SparkSession, source, decoded: bool = False) -> Dat
         except ImportError:
             raise UserError("source.client confluent needs confluent-kafka: "
                             "pip install 'groupscope[fast]'") from None
-    options = {**spark_kafka_options(source), "client": source.client}
     try:  # fail here, in one line, rather than inside Spark's Python planner
+        options = {**spark_kafka_options(source), "client": source.client}
         parsed = parse_options(options)
         if parsed.client == "kafka-python":
             parsed.kafka_python_config()

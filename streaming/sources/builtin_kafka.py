@@ -41,7 +41,10 @@ def _is_missing_kafka(exc: Exception) -> bool:
 
 def builtin_kafka_stream(spark: SparkSession, source) -> DataFrame:
     """`source` is a streaming.config.SourceConfig."""
-    options = spark_kafka_options(source)
+    try:
+        options = spark_kafka_options(source, java=True)
+    except ValueError as exc:  # a client setting that cannot be used, named
+        raise UserError(f"source: {exc}") from None
     if spark.conf.get(CONSUMER_OFFSET_LOOKUP, None) is None:  # unless the user chose
         spark.conf.set(CONSUMER_OFFSET_LOOKUP, "true")
     try:

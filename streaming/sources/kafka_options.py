@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from streaming.kafka.client_settings import (java_settings, kafka_python_settings,
+                                             librdkafka_settings, resolve_secrets)
 from streaming.kafka.offset_ranges import parse_starting_offsets
 from streaming.kafka.range_reader import ReadSettings
 
@@ -43,37 +45,25 @@ class KafkaSourceOptions:
         return self.client_options.get("isolation.level", "read_committed")
 
     def kafka_python_config(self) -> dict:
-        """Keyword arguments for kafka-python's KafkaConsumer."""
+        """Keyword arguments for kafka-python's KafkaConsumer (streaming/kafka/client_settings.py
+        reads Kafka's Java setting names as well as kafka-python's)."""
         from kafka import KafkaConsumer
 
         config = {"bootstrap_servers": self.bootstrap_servers.split(","),
                   "isolation_level": self.isolation_level,
                   # Fail fast on an unreachable broker: the callers retry with their own backoff.
                   "bootstrap_timeout_ms": 10_000}
-        for name, value in self.client_options.items():
-            if name in ("bootstrap.servers", "isolation.level"):
-                continue
-            key = name.replace(".", "_")
-            if key not in KafkaConsumer.DEFAULT_CONFIG:
-                raise ValueError(f"option kafka.{name}: kafka-python has no setting {key}")
-            config[key] = _typed(value, KafkaConsumer.DEFAULT_CONFIG[key])
+        given = {name: value for name, value in self.client_options.items()
+                 if name not in ("bootstrap.servers", "isolation.level")}
+        config.update(kafka_python_settings(resolve_secrets(given), KafkaConsumer.DEFAULT_CONFIG))
         return config
 
     def confluent_config(self) -> dict:
         """librdkafka settings for confluent-kafka's Consumer / AdminClient."""
-        config = {name: value for name, value in self.client_options.items()}
+        config = librdkafka_settings(resolve_secrets(self.client_options))
         config["bootstrap.servers"] = self.bootstrap_servers
         config["isolation.level"] = self.isolation_level
         return config
-
-
-def _typed(value: str, default):
-    """kafka-python wants ints and bools where Spark options are strings."""
-    if isinstance(default, bool):
-        return str(value).lower() in ("1", "true", "yes")
-    if isinstance(default, int):
-        return int(value)
-    return value
 
 
 def parse_options(options: Mapping[str, str]) -> KafkaSourceOptions:
@@ -134,9 +124,11 @@ def _positive(name: str, text: str) -> int:
     return value
 
 
-def spark_kafka_options(source) -> dict[str, str]:
+def spark_kafka_options(source, java: bool = False) -> dict[str, str]:
     """Options for a streaming.config.SourceConfig, named as Spark's own Kafka source names them;
-    `groupscope-kafka` accepts the same names, so both sources are fed from here."""
+    `groupscope-kafka` accepts the same names, so both sources are fed from here. Secrets named
+    by reference are read here; with `java` (Spark's own source) the client settings are
+    Kafka's Java ones (streaming/kafka/client_settings.py `java_settings`)."""
     options = {
         "kafka.bootstrap.servers": source.bootstrap_servers,
         **({"assign": json.dumps({source.topic: sorted(source.partitions)})} if source.partitions
@@ -147,5 +139,8 @@ def spark_kafka_options(source) -> dict[str, str]:
     }
     if source.max_records_per_trigger:
         options["maxOffsetsPerTrigger"] = str(source.max_records_per_trigger)
-    options.update({f"kafka.{name}": value for name, value in source.kafka.items()})
+    settings = resolve_secrets(source.kafka)
+    if java:
+        settings = java_settings(settings)
+    options.update({f"kafka.{name}": value for name, value in settings.items()})
     return options

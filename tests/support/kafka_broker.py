@@ -176,6 +176,9 @@ class KafkaBroker:
     port: int
     controller_port: int
     extra_props: dict[str, str] = field(default_factory=dict)
+    # More listeners beside PLAINTEXT: name -> port, each named for its security protocol
+    # (SASL_SSL, SSL); their settings come in extra_props.
+    listeners: dict[str, int] = field(default_factory=dict)
     _tool_log_config: str = ""
     heap: tuple[str, ...] = tuple(BROKER_HEAP)  # the broker JVM's heap options
 
@@ -238,14 +241,17 @@ class KafkaBroker:
 
 def _write_config(broker: KafkaBroker) -> Path:
     work = Path(broker.workdir)
+    served = {"PLAINTEXT": broker.port, **broker.listeners}
+    advertised = ",".join(f"{name}://127.0.0.1:{port}" for name, port in served.items())
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
-        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},CONTROLLER://127.0.0.1:{broker.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker.port}",
+        "listeners": f"{advertised},CONTROLLER://127.0.0.1:{broker.controller_port}",
+        "advertised.listeners": advertised,
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": ",".join(f"{name}:{name}" for name in served)
+                                          + ",CONTROLLER:PLAINTEXT",
         # Dynamic quorum (KIP-853, 3.9+): bootstrap servers instead of static voters, which is
         # what `format --standalone` requires.
         "controller.quorum.bootstrap.servers": f"127.0.0.1:{broker.controller_port}",
@@ -273,10 +279,12 @@ def _log_configs(workdir: Path, version: str) -> tuple[str, str]:
     return f"{flag}{workdir / f'{name}-broker.properties'}", f"{flag}{workdir / f'{name}-tool.properties'}"
 
 
-def _format_storage(broker: KafkaBroker, config: Path, broker_log: str) -> None:
+def _format_storage(broker: KafkaBroker, config: Path, broker_log: str,
+                    format_args: Sequence[str] = ()) -> None:
     """kafka-storage.sh format: one dynamic-quorum voter (`--standalone`, KIP-853; 3.9 and 4.x)."""
     cmd = ["java", *JVM_FAST, *TOOL_HEAP, broker_log, "-cp", broker.libs, "kafka.tools.StorageTool",
-           "format", "--config", str(config), "--cluster-id", _cluster_id(), "--standalone"]
+           "format", "--config", str(config), "--cluster-id", _cluster_id(), "--standalone",
+           *format_args]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         raise RuntimeError(f"kafka-storage format failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -306,10 +314,13 @@ def _broker_log_flag(broker: KafkaBroker) -> str:
 
 def start_kafka(version: str = DEFAULT_VERSION, port: int | None = None,
                 extra_props: dict[str, str] | None = None, timeout_s: float = 60.0,
-                heap: tuple[str, ...] | None = None) -> KafkaBroker:
+                heap: tuple[str, ...] | None = None, listeners: Sequence[str] = (),
+                format_args: Sequence[str] = ()) -> KafkaBroker:
     """Format and start a single-node KRaft Kafka on 127.0.0.1 (free ports unless `port` is given)
     and wait until it serves metadata. `extra_props` override the test settings above; `heap`
-    replaces the test heap (BROKER_HEAP), e.g. for a benchmark's hundred thousand groups."""
+    replaces the test heap (BROKER_HEAP), e.g. for a benchmark's hundred thousand groups.
+    `listeners` names more listeners (SASL_SSL, SSL) on free ports, configured by `extra_props`;
+    `format_args` go to `kafka-storage format` (e.g. `--add-scram`)."""
     java_major()
     libs = kafka_libs(version)
     workdir = Path(tempfile.mkdtemp(prefix=f"groupscope-kafka-{version}-"))
@@ -319,11 +330,11 @@ def start_kafka(version: str = DEFAULT_VERSION, port: int | None = None,
         bootstrap="", workdir=str(workdir), log_path=str(workdir / "server.log"), version=version,
         libs=f"{libs}/*", port=port or free_port(), controller_port=free_port(),
         extra_props={k: str(v) for k, v in (extra_props or {}).items()}, _tool_log_config=tool_log,
-        heap=tuple(heap or BROKER_HEAP))
+        heap=tuple(heap or BROKER_HEAP), listeners={name: free_port() for name in listeners})
     broker.bootstrap = f"127.0.0.1:{broker.port}"
     try:
         config = _write_config(broker)
-        _format_storage(broker, config, broker_log)
+        _format_storage(broker, config, broker_log, format_args)
         broker.process = _launch(broker)
         _wait_ready(broker, timeout_s)
     except BaseException:
