@@ -239,6 +239,11 @@ CATALOG: tuple[MetricFamily, ...] = (
        "How far the job is behind on each __consumer_offsets partition.", C + ("partition",)),
     _f("groupscope_ready", GAUGE,
        "1 once __consumer_offsets has been read up to the end seen at start.", C),
+    _f("groupscope_source_access_denied", GAUGE,
+       "1 while this principal may not describe the source topic (the log names the ACL).", C),
+    _f("groupscope_topics_without_metadata", GAUGE,
+       "Topics groups commit to that metadata does not show (deleted, or no DESCRIBE ACL): "
+       "their lag is unknown.", C),
     _f("groupscope_batch_duration_seconds", HISTOGRAM, "Spark micro-batch duration.", C),
     _f("groupscope_end_offsets_poll_duration_seconds", HISTOGRAM,
        "Duration of end-offset polls (failed ones included).", C),

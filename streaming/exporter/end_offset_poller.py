@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from streaming.gc_pause import collector_paused
 from streaming.exporter.view import MonitorView, TopicPartition
-from streaming.kafka.offsets import OffsetsClient
+from streaming.kafka.offsets import NotAuthorized, OffsetsClient
 
 log = logging.getLogger("groupscope.endoffsets")
 
@@ -40,8 +40,12 @@ class EndOffsetPoller:
     def __init__(self, view: MonitorView, client_factory: Callable[[], OffsetsClient],
                  settings: PollerSettings | None = None,
                  clock: Callable[[], float] = time.time,
-                 on_poll: Callable[[], None] | None = None) -> None:
+                 on_poll: Callable[[], None] | None = None,
+                 source_topic: str | None = None) -> None:
         self.view = view
+        # The job's source topic: its access is checked with the metadata, so that a missing
+        # ACL shows in /healthz and a metric even while the stream has nothing to run.
+        self._source_topic = source_topic
         self._on_poll = on_poll  # e.g. MetricsCache.refresh: re-evaluate lag off the scrape path
         self.settings = settings or PollerSettings()
         self._client_factory = client_factory
@@ -58,7 +62,8 @@ class EndOffsetPoller:
         try:
             client = self._client_or_new()
             wanted_all = self.view.wanted_partitions()
-            if self._metadata_due(wanted_all):
+            if self._metadata_due(wanted_all) or self.view.source_refusal:
+                self._check_source(client)
                 names, counts = client.topic_metadata()
                 self.view.update_topic_metadata(names, counts)
                 self._metadata_at = self._clock()
@@ -80,6 +85,17 @@ class EndOffsetPoller:
             except Exception:  # a broken callback must not stop the polling thread
                 log.exception("end-offset poll callback failed")
         return ok
+
+    def _check_source(self, client: OffsetsClient) -> None:
+        if self._source_topic is None:
+            return
+        try:
+            client.partitions(self._source_topic)
+            refusal = None
+        except NotAuthorized as exc:
+            refusal = str(exc)
+        with self.view.lock:
+            self.view.source_refusal = refusal
 
     def _metadata_due(self, wanted: Iterable[TopicPartition]) -> bool:
         """Metadata is refreshed every metadata_interval, and sooner (but not more often than
@@ -114,6 +130,8 @@ class EndOffsetPoller:
                         "(deleted, or this principal may not DESCRIBE them): %s", len(new),
                         ", ".join(new[:20]) + (" ..." if len(new) > 20 else ""))
         self._unknown_topics = unknown
+        with self.view.lock:
+            self.view.topics_without_metadata = len(unknown)
 
     def _client_or_new(self) -> OffsetsClient:
         if self._client is None:

@@ -59,7 +59,10 @@ def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
         path = environ.get("PATH_INFO", "/")
         if path == "/healthz":
             with view.lock:
-                ready = view.ready
+                ready, refusal = view.ready, view.source_refusal
+            if refusal:
+                start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+                return [f"source not authorized: {refusal}\n".encode()]
             if ready:
                 start_response("200 OK", [("Content-Type", "text/plain")])
                 return [b"ok\n"]

@@ -116,6 +116,10 @@ class MonitorView:
         self.records_skipped: dict[str, int] = {}
         self.offsets_topic_lag: dict[int, int] = {}
         self.ready = False
+        # Said by the end-offset poller: why the source topic cannot be read (an ACL missing),
+        # and how many topics groups commit to have no metadata this principal may see.
+        self.source_refusal: str | None = None
+        self.topics_without_metadata = 0
         self.batch_duration = Histogram(FAST_BUCKETS)
         self.poll_duration = Histogram(FAST_BUCKETS)
         self.poll_failures = 0

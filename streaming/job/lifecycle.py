@@ -373,7 +373,8 @@ class Job:
         if self._want_poller and self._offsets_client_factory is not None:
             self.poller = EndOffsetPoller(self.view, self._offsets_client_factory,
                                           poller_settings(config), clock=self.view.clock,
-                                          on_poll=refresh).start()
+                                          on_poll=refresh,
+                                          source_topic=config.source.topic).start()
         progress = OffsetsTopicProgress(self._progress_target,
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
         progress.refresh_target()

@@ -11,7 +11,8 @@ from kafka.errors import OffsetOutOfRangeError
 
 from streaming.kafka.batches import concat_columns, use_columnar_records
 from streaming.kafka.offset_ranges import OffsetRange
-from streaming.kafka.offsets import OffsetsClient, TopicPartition, kafka_topic_id
+from streaming.kafka.offsets import (TOPIC_AUTHORIZATION_FAILED, OffsetsClient, TopicPartition,
+                                     kafka_topic_id, not_authorized_to_describe)
 from streaming.kafka.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.kafka.records import CREATE_TIME
 
@@ -43,8 +44,10 @@ class KafkaPythonOffsets(OffsetsClient):
         return self._admin.describe_topics(topics)
 
     def partitions(self, topic: str) -> list[int]:
-        found = [t for t in self._describe([topic])
-                 if t.get("name") == topic and not t.get("error_code")]
+        answer = [t for t in self._describe([topic]) if t.get("name") == topic]
+        if any(t.get("error_code") == TOPIC_AUTHORIZATION_FAILED for t in answer):
+            raise not_authorized_to_describe(topic)
+        found = [t for t in answer if not t.get("error_code")]
         return sorted(p["partition_index"] for t in found for p in t.get("partitions") or ())
 
     def start_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:

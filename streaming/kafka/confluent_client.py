@@ -12,7 +12,8 @@ from confluent_kafka import (Consumer, IsolationLevel, KafkaError, KafkaExceptio
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from streaming.kafka.offset_ranges import OffsetRange
-from streaming.kafka.offsets import OffsetsClient, kafka_topic_id
+from streaming.kafka.offsets import (TOPIC_AUTHORIZATION_FAILED, OffsetsClient, kafka_topic_id,
+                                     not_authorized_to_describe)
 from streaming.kafka.offsets import TopicPartition as TopicPartitionKey
 from streaming.kafka.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.kafka.records import CREATE_TIME, LOG_APPEND_TIME
@@ -37,6 +38,9 @@ class ConfluentOffsets(OffsetsClient):
     def partitions(self, topic: str) -> list[int]:
         metadata = self._admin.list_topics(topic, timeout=self._timeout_s)
         found = metadata.topics.get(topic)
+        if found is not None and found.error is not None \
+                and found.error.code() == TOPIC_AUTHORIZATION_FAILED:
+            raise not_authorized_to_describe(topic)
         if found is None or found.error is not None:
             return []
         return sorted(found.partitions)

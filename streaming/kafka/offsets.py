@@ -17,6 +17,18 @@ if TYPE_CHECKING:
     from streaming.sources.kafka_options import KafkaSourceOptions
 
 TopicPartition = tuple[str, int]
+TOPIC_AUTHORIZATION_FAILED = 29  # Kafka's error code
+
+
+class NotAuthorized(Exception):
+    """The client's principal lacks an ACL; the message says which and what to grant."""
+
+
+def not_authorized_to_describe(topic: str) -> NotAuthorized:
+    return NotAuthorized(
+        f"this principal may not DESCRIBE topic {topic} (TOPIC_AUTHORIZATION_FAILED): grant it "
+        f"READ on the topic (which includes DESCRIBE), e.g. kafka-acls.sh --add --allow-principal "
+        f"User:<name> --operation Read --topic {topic}")
 
 
 class OffsetsClient(ABC):

@@ -19,7 +19,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from streaming.sources.kafka_options import KafkaSourceOptions, parse_options
-from streaming.kafka.offsets import offsets_client
+from streaming.kafka.offsets import NotAuthorized, offsets_client
 from streaming.kafka.offset_ranges import (EARLIEST, LATEST, OffsetRange, PartitionOffsets,
                                              from_offset_dict, limit_end, pack_ranges,
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
@@ -68,6 +68,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: PartitionOffsets | None = None  # availableNow: never read past this
         self._seen_latest: PartitionOffsets | None = None  # for progress reports
         self._missing_logged = False
+        self._refusal: str | None = None  # the last authorization error said
         # Spark asks for the initial offsets again before each trigger until the first batch
         # runs; once the topic has partitions the answer is kept, so the batch starts where the
         # offsets log says even if retention moves the log start in between (and no lookup).
@@ -93,7 +94,20 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 pass
 
     def _partitions(self) -> list[int]:
-        partitions = self._offsets().partitions(self.options.topic)
+        try:
+            partitions = self._offsets().partitions(self.options.topic)
+        except NotAuthorized as exc:
+            # Wait, as for a topic not created yet, and say why once: the ACL may be granted
+            # while the job runs; failing would only restart it into the same refusal.
+            if str(exc) != self._refusal:
+                log.error("groupscope source at %s: %s; waiting for the grant",
+                          self.options.bootstrap_servers, exc)
+            self._refusal = str(exc)
+            return []
+        if self._refusal is not None:
+            log.info("groupscope source: topic %s may be described now: reading it",
+                     self.options.topic)
+            self._refusal = None
         if partitions and self.options.partitions is not None:
             partitions = [p for p in partitions if p in self.options.partitions]
         if not partitions and not self._missing_logged:

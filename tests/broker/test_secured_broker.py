@@ -1,0 +1,171 @@
+"""groupscope against a secured Kafka 4.4 broker with the standard authorizer: SASL_SSL with
+SCRAM-SHA-512, mutual TLS and SASL OAUTHBEARER (tests/support/secured_kafka.py), each principal
+granted only what the README's Security section lists. The client settings are the Java
+client's (JAAS lines, PKCS12 stores, secrets by reference). With those grants the job reads its
+source and serves the right lag; without DESCRIBE on its source topic it says which ACL is
+missing, in one line, reports it in /healthz and a metric, and reads the topic once granted; a
+topic it may not describe is counted and its lag left unknown."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+
+import pytest
+
+from coordinator import partition_for
+from coordinator.records import encode
+from streaming.config import load_config
+from streaming.exporter.evaluation import build_families
+from streaming.exporter.metrics_cache import MetricsCache
+from streaming.exporter.server import ExporterSettings, metrics_app
+from streaming.job.lifecycle import Job
+from tests.support.kafka_broker import create_topic, produce_raw
+from tests.support.secured_kafka import (MTLS_USER, OAUTH_USER, SCRAM_USER, STORE_PASSWORD,
+                                         grant, revoke)
+from tests.support.state_timeline import offset_commit
+
+LOG_PARTITIONS = 2
+ENDS = 10  # records in each partition of the consumed topic
+COMMITTED = {0: 4, 1: 5, 2: 6}
+T0 = int(time.time() * 1000) - 60_000
+
+
+def _java_settings(way: str, secured, secret_file) -> tuple[str, dict[str, str], str]:
+    """(bootstrap, `source.kafka` as a Java client's properties, principal) for a way in."""
+    trust = {"ssl.truststore.location": str(secured.tls.truststore),
+             "ssl.truststore.password": "${env:GS_TEST_STORE_PASSWORD}"}
+    if way == "scram":
+        return secured.sasl_ssl, {
+            "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+                                f'required username="{SCRAM_USER}" password="${{file:{secret_file}}}";',
+            **trust}, f"User:{SCRAM_USER}"
+    if way == "mtls":
+        return secured.ssl, {
+            "security.protocol": "SSL", "ssl.keystore.location": str(secured.tls.keystore),
+            "ssl.keystore.password": "${env:GS_TEST_STORE_PASSWORD}", **trust}, f"User:{MTLS_USER}"
+    return secured.sasl_ssl, {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+        "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                            f'required unsecuredLoginStringClaim_sub="{OAUTH_USER}";',
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(secured.tls.ca)}, \
+        f"User:{OAUTH_USER}"
+
+
+@pytest.fixture(scope="module")
+def estate(broker):
+    """A consumed topic, a topic no principal may describe, and an offsets log (an ordinary
+    topic in `__consumer_offsets`' format, so each test grants on a topic of its own) where one
+    group commits to each."""
+    tag = uuid.uuid4().hex[:8]
+    orders, hidden, log_topic = f"sec-orders-{tag}", f"sec-hidden-{tag}", f"sec-offsets-{tag}"
+    create_topic(broker.bootstrap, orders, 3)
+    create_topic(broker.bootstrap, hidden, 1)
+    create_topic(broker.bootstrap, log_topic, LOG_PARTITIONS)
+    produce_raw(broker.bootstrap, orders, [(p, None, b"x", T0) for p in range(3) for _ in range(ENDS)])
+    produce_raw(broker.bootstrap, hidden, [(0, None, b"x", T0)] * ENDS)
+    commits = [("sec-app", offset_commit("sec-app", orders, p, o, T0 + p))
+               for p, o in COMMITTED.items()]
+    commits.append(("sec-hidden-app", offset_commit("sec-hidden-app", hidden, 0, 3, T0)))
+    produce_raw(broker.bootstrap, log_topic,
+                [(partition_for(group, LOG_PARTITIONS), *encode(rec), T0 + i)
+                 for i, (group, rec) in enumerate(commits)])
+    return orders, hidden, log_topic
+
+
+def _job(spark, tmp_path, bootstrap: str, topic: str, kafka: dict[str, str]) -> Job:
+    import json
+
+    env = {"GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": bootstrap, "GROUPSCOPE_SOURCE__TOPIC": topic,
+           "GROUPSCOPE_SOURCE__KAFKA": json.dumps(kafka),
+           "GROUPSCOPE_LAG__POLL_INTERVAL": "0.5s", "GROUPSCOPE_TRIGGER__INTERVAL": "0.5s",
+           "GROUPSCOPE_CHECKPOINT__PATH": os.path.join(str(tmp_path), "checkpoint"),
+           "GROUPSCOPE_HISTORY__PATH": os.path.join(str(tmp_path), "history")}
+    return Job(load_config(None, env=env), spark=spark, start_exporter=False)
+
+
+def _until(what: str, check, timeout_s: float = 60.0):
+    deadline = time.monotonic() + timeout_s
+    while not (result := check()):
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:.0f} s"
+        time.sleep(0.25)
+    return result
+
+
+def _series(job: Job, name: str) -> dict[tuple, float]:
+    return {values: number for f in build_families(job.view) if f.name == name
+            for values, number in f.samples}
+
+
+def _healthz(view) -> tuple[str, bytes]:
+    answer = {}
+    body = metrics_app(MetricsCache(view), ExporterSettings())(
+        {"PATH_INFO": "/healthz"}, lambda status, headers: answer.setdefault("status", status))
+    return answer["status"], b"".join(body)
+
+
+@pytest.mark.parametrize("way", ["scram", "mtls", "oauthbearer"])
+def test_the_readmes_grants_are_enough_for_the_source_and_the_lag(spark, secured_broker, estate,
+                                                                  tmp_path, monkeypatch, caplog,
+                                                                  way):
+    orders, hidden, log_topic = estate
+    secret_file = tmp_path / "scram-password"
+    secret_file.write_text(secured_broker.scram_password + "\n")
+    monkeypatch.setenv("GS_TEST_STORE_PASSWORD", STORE_PASSWORD)
+    bootstrap, kafka, principal = _java_settings(way, secured_broker, secret_file)
+    # README, Security: READ on the source topic, DESCRIBE on the topics groups consume.
+    grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ"),
+                                                ("TOPIC", orders, "DESCRIBE")])
+    job = _job(spark, tmp_path, bootstrap, log_topic, kafka)
+    try:
+        with caplog.at_level(logging.INFO):
+            job.start().processAllAvailable()
+            lag = _until("the lag of sec-app", lambda: {
+                values[2:]: v for values, v in _series(job, "kafka_consumergroup_lag").items()
+                if values[1] == "sec-app"} or None)
+            unknown = _until("the topic it may not describe counted",
+                             lambda: _series(job, "groupscope_topics_without_metadata")
+                             .get(("default",)))
+    finally:
+        job.stop()
+        revoke(secured_broker.plaintext, principal)
+    assert lag == {(orders, str(p)): ENDS - o for p, o in COMMITTED.items()}
+    assert unknown == 1 and not any(values[1] == "sec-hidden-app"
+                                    for values in _series(job, "kafka_consumergroup_lag"))
+    assert _series(job, "groupscope_source_access_denied") == {("default",): 0}
+    said = "\n".join(r.getMessage() for r in caplog.records)
+    assert hidden in said and "DESCRIBE" in said
+    for secret in (secured_broker.scram_password, STORE_PASSWORD):
+        assert secret not in said
+
+
+def test_without_describe_on_the_source_topic_the_job_says_so_and_reads_it_once_granted(
+        spark, secured_broker, estate, tmp_path, monkeypatch, caplog):
+    orders, _, log_topic = estate
+    secret_file = tmp_path / "scram-password"
+    secret_file.write_text(secured_broker.scram_password)
+    monkeypatch.setenv("GS_TEST_STORE_PASSWORD", STORE_PASSWORD)
+    bootstrap, kafka, principal = _java_settings("scram", secured_broker, secret_file)
+    grant(secured_broker.plaintext, principal, [("TOPIC", orders, "DESCRIBE")])
+    job = _job(spark, tmp_path, bootstrap, log_topic, kafka)
+    try:
+        with caplog.at_level(logging.INFO):
+            job.start()
+            _until("the refusal reported", lambda: job.view.source_refusal)
+            status, body = _healthz(job.view)
+            denied = _series(job, "groupscope_source_access_denied")
+            grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ")])
+            _until("the refusal cleared", lambda: job.view.source_refusal is None)
+            lag = _until("the lag once granted", lambda: {
+                values[2:]: v for values, v in _series(job, "kafka_consumergroup_lag").items()
+                if values[1] == "sec-app"} or None)
+    finally:
+        job.stop()
+        revoke(secured_broker.plaintext, principal)
+    assert denied == {("default",): 1}
+    assert status.startswith("503") and f"DESCRIBE topic {log_topic}".encode() in body
+    assert f"--operation Read --topic {log_topic}".encode() in body
+    assert lag == {(orders, str(p)): ENDS - o for p, o in COMMITTED.items()}
+    assert job.view.ready
