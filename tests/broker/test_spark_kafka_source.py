@@ -4,6 +4,10 @@ repository at run time), and the job must reach the same group state and series 
 default source (`kafka-python`) from the same `__consumer_offsets`, which real consumer groups
 (Kafka's VerifiableConsumer, one classic and one KIP-848) wrote.
 
+Both sources connect over SASL_SSL (SCRAM-SHA-512) as a principal with only the grants the
+README's Security section lists for them, with the same Java client settings (a JAAS line, a
+PKCS12 truststore, secrets by reference).
+
 `spark.jars` is read when the driver JVM starts, so the job runs in a new Python process with a
 driver of its own (tests/support/driver_session.py); both sources run there, one after the other.
 """
@@ -21,6 +25,7 @@ from streaming.sources.builtin_kafka import SCALA_VERSION
 from tests.support.driver_session import run_new_session
 from tests.support.kafka_broker import CACHE, create_topic, produce_raw
 from tests.support.kafka_tools import parse_offsets, parse_state
+from tests.support.secured_kafka import SCRAM_USER, STORE_PASSWORD, grant, revoke
 
 CONNECTOR = CACHE / f"spark-kafka-{pyspark.__version__}" / "jars"
 CLUSTER = "spark-kafka"
@@ -82,6 +87,16 @@ def _wait_for_commits(broker, group: str, total: int, timeout_s: float = 90.0) -
         time.sleep(1)
 
 
+def _java_client(secured, tmp_path) -> dict[str, str]:
+    """A Java client's SASL_SSL settings, its secrets in a file and in the environment."""
+    (tmp_path / "password").write_text(secured.scram_password)
+    return {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                f'username="{SCRAM_USER}" password="${{file:{tmp_path / "password"}}}";',
+            "ssl.truststore.type": "PKCS12", "ssl.truststore.location": str(secured.tls.truststore),
+            "ssl.truststore.password": "${env:GS_TEST_STORE_PASSWORD}"}
+
+
 @pytest.fixture
 def committed_groups(broker):
     """A topic read to its end by a classic and a KIP-848 group, each a live VerifiableConsumer:
@@ -118,7 +133,7 @@ def committed_groups(broker):
                     f"{pyspark.__version__} jars in {CONNECTOR} (scripts/fetch-jvm-deps.sh; Maven "
                     "Central may not serve that version)")
 def test_spark_kafka_source_reaches_the_same_groups_as_the_default_source(
-        broker, committed_groups, tmp_path):
+        broker, secured_broker, committed_groups, tmp_path):
     # A list, not a glob: Spark's driver resolves a glob but then fails to serve it to executors.
     jars = ",".join(str(jar) for jar in sorted(CONNECTOR.glob("*.jar")))
     spark_conf = {"spark.jars": jars, "spark.ui.enabled": "false",
@@ -126,12 +141,22 @@ def test_spark_kafka_source_reaches_the_same_groups_as_the_default_source(
                   "spark.driver.extraJavaOptions": "-Xshare:auto"}
     case = {"work": str(tmp_path), "cluster": CLUSTER, "groups": sorted(committed_groups),
             "env": {"GROUPSCOPE_CLUSTER__NAME": CLUSTER,
-                    "GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": broker.bootstrap,
+                    "GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": secured_broker.sasl_ssl,
+                    "GROUPSCOPE_SOURCE__KAFKA": json.dumps(_java_client(secured_broker, tmp_path)),
                     "GROUPSCOPE_SPARK__CONF": json.dumps(spark_conf),
                     "GROUPSCOPE_EXPORTER__LISTEN": "127.0.0.1:0",
                     "GROUPSCOPE_TRIGGER__INTERVAL": "0.5s",
                     "GROUPSCOPE_LAG__POLL_INTERVAL": "1s"}}
-    runs = run_new_session(SCRIPT, tmp_path / "cache", CASE=json.dumps(case))
+    principal = f"User:{SCRAM_USER}"
+    topics = {topic for _, offsets in committed_groups.values() for topic, _ in offsets}
+    grant(broker.bootstrap, principal, [
+        ("TOPIC", "__consumer_offsets", "READ"), *(("TOPIC", t, "DESCRIBE") for t in topics),
+        ("GROUP", "spark-kafka-source-", "READ", "PREFIXED")])  # Spark's source only
+    try:
+        runs = run_new_session(SCRIPT, tmp_path / "cache", CASE=json.dumps(case),
+                               GS_TEST_STORE_PASSWORD=STORE_PASSWORD)
+    finally:
+        revoke(broker.bootstrap, principal)
     default, spark_kafka = runs["kafka-python"], runs["kafka"]
 
     for run in (default, spark_kafka):

@@ -136,16 +136,17 @@ def unsecured_jwt(subject: str, lifetime_s: int = 3600) -> str:
     return f"{part({'alg': 'none'})}.{part({'sub': subject, 'iat': now, 'exp': now + lifetime_s})}."
 
 
-def grant(bootstrap: str, principal: str, grants: Iterable[tuple[str, str, str]]) -> None:
+def grant(bootstrap: str, principal: str, grants: Iterable[tuple[str, ...]]) -> None:
     """ACLs for `principal` (e.g. "User:groupscope"): (resource type TOPIC or GROUP or CLUSTER,
-    name, operation) each, literal patterns, allowed from any host."""
+    name, operation[, pattern type LITERAL or PREFIXED]) each, allowed from any host."""
     from kafka import KafkaAdminClient
-    from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ResourcePattern,
-                             ResourceType)
+    from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             ResourcePattern, ResourceType)
 
     acls = [ACL(principal, "*", ACLOperation[operation], ACLPermissionType.ALLOW,
-                ResourcePattern(ResourceType[kind], name))
-            for kind, name, operation in grants]
+                ResourcePattern(ResourceType[kind], name,
+                                ACLResourcePatternType[pattern[0] if pattern else "LITERAL"]))
+            for kind, name, operation, *pattern in grants]
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         result = admin.create_acls(acls)
