@@ -73,8 +73,10 @@ class SourceConfig:
                                                      "micro-batch (none: no limit)")
     client: str = _key("kafka-python", "Kafka client of the kafka-python source: kafka-python, "
                        "or confluent (librdkafka, the `fast` extra; no faster in a catch-up)")
-    kafka: dict[str, str] = _key({}, "client settings passed through (security.protocol, "
-                                 "sasl.*, ssl.*), Kafka's dotted names")
+    kafka: dict[str, str] = _key({}, "Kafka client settings, as a Java client's properties "
+                                 "(security.protocol, sasl.mechanism, sasl.jaas.config, "
+                                 "ssl.truststore.*, ssl.keystore.*); values may name secrets as "
+                                 "${env:NAME}, ${file:PATH} or ${file:PATH:KEY} (README, Security)")
     replay_path: Union[str, None] = _key(None, "capture file read by the replay source")
     partitions: list[int] = _key([], "only these partitions of the topic (empty: all): a shard "
                                  "of the estate, since Kafka keeps every record of a group in one "
