@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from streaming.gc_pause import collector_paused
 from streaming.exporter.view import MonitorView, TopicPartition
-from streaming.kafka.offsets import NotAuthorized, OffsetsClient
+from streaming.kafka.offsets import NotAuthorized, OffsetsClient, not_authorized_to_read
 
 log = logging.getLogger("groupscope.endoffsets")
 
@@ -46,6 +46,7 @@ class EndOffsetPoller:
         # The job's source topic: its access is checked with the metadata, so that a missing
         # ACL shows in /healthz and a metric even while the stream has nothing to run.
         self._source_topic = source_topic
+        self._may_read = False  # a fetch was allowed once (a later refusal fails the query)
         self._on_poll = on_poll  # e.g. MetricsCache.refresh: re-evaluate lag off the scrape path
         self.settings = settings or PollerSettings()
         self._client_factory = client_factory
@@ -90,12 +91,20 @@ class EndOffsetPoller:
         if self._source_topic is None:
             return
         try:
-            client.partitions(self._source_topic)
+            partitions = client.partitions(self._source_topic)
+            if partitions and not self._may_read:
+                if not client.may_read(self._source_topic, partitions[0]):
+                    raise not_authorized_to_read(self._source_topic)
+                self._may_read = True
             refusal = None
         except NotAuthorized as exc:
             refusal = str(exc)
-        with self.view.lock:
-            self.view.source_refusal = refusal
+        said = self.view.source_refusals.get("describe")
+        if refusal is not None and refusal != said:
+            log.error("groupscope source: %s; reading it as soon as it is granted", refusal)
+        elif refusal is None and said is not None:
+            log.info("groupscope source: topic %s is granted now: reading it", self._source_topic)
+        self.view.set_source_refusal("describe", refusal)
 
     def _metadata_due(self, wanted: Iterable[TopicPartition]) -> bool:
         """Metadata is refreshed every metadata_interval, and sooner (but not more often than

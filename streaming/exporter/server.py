@@ -59,7 +59,7 @@ def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
         path = environ.get("PATH_INFO", "/")
         if path == "/healthz":
             with view.lock:
-                ready, refusal = view.ready, view.source_refusal
+                ready, refusal = view.ready, view.source_refusal  # the view's lock is reentrant
             if refusal:
                 start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
                 return [f"source not authorized: {refusal}\n".encode()]

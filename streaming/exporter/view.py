@@ -116,9 +116,10 @@ class MonitorView:
         self.records_skipped: dict[str, int] = {}
         self.offsets_topic_lag: dict[int, int] = {}
         self.ready = False
-        # Said by the end-offset poller: why the source topic cannot be read (an ACL missing),
-        # and how many topics groups commit to have no metadata this principal may see.
-        self.source_refusal: str | None = None
+        # Why the source topic cannot be read (an ACL missing), by who found it: the end-offset
+        # poller ("describe") or the query ("read"); and how many topics groups commit to have no
+        # metadata this principal may see.
+        self.source_refusals: dict[str, str] = {}
         self.topics_without_metadata = 0
         self.batch_duration = Histogram(FAST_BUCKETS)
         self.poll_duration = Histogram(FAST_BUCKETS)
@@ -168,6 +169,18 @@ class MonitorView:
         with self.lock:
             self.offsets_topic_lag = dict(lag_by_partition)
             self.ready = bool(ready)
+
+    @property
+    def source_refusal(self) -> str | None:
+        with self.lock:
+            return next(iter(self.source_refusals.values()), None)
+
+    def set_source_refusal(self, found_by: str, refusal: str | None) -> None:
+        with self.lock:
+            if refusal is None:
+                self.source_refusals.pop(found_by, None)
+            else:
+                self.source_refusals[found_by] = refusal
 
     def observe_batch(self, duration_s: float) -> None:
         with self.lock:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from streaming.gc_pause import collector_paused
 from streaming.job.state_restore import committed_snapshots
 from streaming.job.history import HISTORY_EVENTS, HistoryWriter, batch_base
 from streaming.job.history_layout import highest_batch
+from streaming.kafka.offsets import READ_REFUSED, NotAuthorized
 from streaming.job.history_maintenance import HistoryMaintenance
 from streaming.job.history_totals import restore
 from streaming.job.settings import (exporter_settings, offsets_client_factory, poller_settings,
@@ -37,6 +39,12 @@ log = logging.getLogger("groupscope.job")
 
 # How often the offsets topic's end offsets are read for groupscope_offsets_topic_lag (seconds).
 OFFSETS_TOPIC_REFRESH_S = 5.0
+# A query the broker refused to let READ its topic starts again after this long, doubling up to
+# the maximum: the grant may come while the job runs, and exiting would only have a service
+# manager restart it into the same refusal.
+REFUSED_RETRY_S = 10.0
+REFUSED_RETRY_MAX_S = 300.0
+_READ_REFUSAL = re.compile(rf"this principal {READ_REFUSED} .*")
 
 
 def build_pipeline(spark, config: Config, layout: StateLayout, source_df=None):
@@ -79,6 +87,9 @@ class OffsetsTopicProgress:
             return
         try:
             ends = {int(p): int(e) for p, e in self.target().items()}
+        except NotAuthorized as exc:  # the end-offset poller says it, once
+            log.debug("could not read the end offsets of the offsets topic: %s", exc)
+            return
         except Exception as exc:  # the poll is retried next batch; the stream goes on
             log.warning("could not read the end offsets of the offsets topic: %s", exc)
             return
@@ -181,6 +192,7 @@ class BatchSink:
                 self.handle_rows(zip(*(table.column(name).to_pylist()
                                        for name in ("group", "kind", "payload", "ts_ms"))), batch_id)
             self.batches += 1
+            self.view.set_source_refusal("read", None)  # whatever it read, it may read
         finally:
             with self._idle:
                 self._busy = False
@@ -380,10 +392,14 @@ class Job:
         progress.refresh_target()
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval,
                               counted_through)
-        stream = build_pipeline(self.spark, config, layout, self._source_df)
-        trigger = {"processingTime": f"{int(config.trigger.interval * 1000)} milliseconds"}
-        self.query = (stream.writeStream.foreachBatch(self.sink)
-                      .option("checkpointLocation", query_checkpoint)
+        self._stream = build_pipeline(self.spark, config, layout, self._source_df)
+        return self._start_query()
+
+    def _start_query(self):
+        trigger = {"processingTime": f"{int(self.config.trigger.interval * 1000)} milliseconds"}
+        self.query = (self._stream.writeStream.foreachBatch(self.sink)
+                      .option("checkpointLocation",
+                              os.path.join(self.config.checkpoint.path, "query"))
                       .trigger(**trigger).queryName("groupscope").start())
         query = self.query
         self.sink.query_active = lambda: query.isActive
@@ -424,16 +440,42 @@ class Job:
         def stopping() -> bool:
             return stop_event is not None and stop_event.is_set()
 
-        try:
-            while self.query is not None and self.query.isActive and not stopping():
-                try:
-                    self.query.awaitTermination(1.0)
-                except Exception:  # it failed: told below, unless a stop came first
-                    break
-            error = self.query.exception() if self.query is not None else None
-        except (Py4JError, OSError) as exc:  # the JVM is gone
-            if stopping():
-                return
-            raise RuntimeError(f"lost the Spark JVM: {exc}") from None
+        retry_s = REFUSED_RETRY_S
+        while True:
+            try:
+                while self.query is not None and self.query.isActive and not stopping():
+                    try:
+                        self.query.awaitTermination(1.0)
+                    except Exception:  # it failed: told below, unless a stop came first
+                        break
+                error = self.query.exception() if self.query is not None else None
+            except (Py4JError, OSError) as exc:  # the JVM is gone
+                if stopping():
+                    return
+                raise RuntimeError(f"lost the Spark JVM: {exc}") from None
+            refusal = _READ_REFUSAL.search(str(error)) if error is not None else None
+            if refusal is None or stopping():
+                break
+            self._wait_for_grant(refusal.group(0), retry_s, stop_event)
+            retry_s = min(retry_s * 2, REFUSED_RETRY_MAX_S)
         if error is not None and not stopping():
             raise RuntimeError(str(error))
+
+    def _wait_for_grant(self, refusal: str, retry_s: float,
+                        stop_event: threading.Event | None) -> None:
+        """The broker refused the query a READ: say so (the first time), report it, and start
+        the query again after `retry_s` unless the job is stopped meanwhile."""
+        if self.view.source_refusals.get("read") != refusal:
+            log.error("groupscope source: %s; the query starts again every few minutes until "
+                      "it is granted", refusal)
+        self.view.set_source_refusal("read", refusal)
+        if self._timing is not None:
+            self._timing.stop()
+            self._timing = None
+        if stop_event is not None:
+            if stop_event.wait(retry_s):
+                return
+        else:
+            time.sleep(retry_s)
+        log.info("groupscope source: trying to read again")
+        self._start_query()

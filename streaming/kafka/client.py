@@ -7,12 +7,13 @@ from typing import Sequence
 
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
-from kafka.errors import OffsetOutOfRangeError
+from kafka.errors import OffsetOutOfRangeError, TopicAuthorizationFailedError
 
 from streaming.kafka.batches import concat_columns, use_columnar_records
 from streaming.kafka.offset_ranges import OffsetRange
 from streaming.kafka.offsets import (TOPIC_AUTHORIZATION_FAILED, OffsetsClient, TopicPartition,
-                                     kafka_topic_id, not_authorized_to_describe)
+                                     kafka_topic_id, not_authorized_to_describe,
+                                     not_authorized_to_read)
 from streaming.kafka.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.kafka.records import CREATE_TIME
 
@@ -77,6 +78,22 @@ class KafkaPythonOffsets(OffsetsClient):
                 names[kafka_topic_id(str(topic_id))] = name
         return names, counts
 
+    def may_read(self, topic: str, partition: int) -> bool:
+        """One fetch at the log end: answered at once when refused, empty after the fetch's
+        wait when allowed."""
+        tp = KafkaTopicPartition(topic, partition)
+        end = self._consumer.end_offsets([tp]).get(tp)
+        self._consumer.assign([tp])
+        try:
+            if end is not None:
+                self._consumer.seek(tp, end)
+            self._consumer.poll(timeout_ms=2 * POLL_TIMEOUT_MS, max_records=1)
+            return True
+        except TopicAuthorizationFailedError:
+            return False
+        finally:
+            self._consumer.unsubscribe()  # no fetching in the background
+
     def at_time(self, topic: str, partitions: list[int], when_ms: int) -> dict[int, int | None]:
         """First offset whose timestamp is at or after `when_ms` (None: no such record yet)."""
         answer = self._consumer.offsets_for_times({KafkaTopicPartition(topic, p): when_ms
@@ -111,6 +128,8 @@ class KafkaPythonPartition:
             batches = self._consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
         except OffsetOutOfRangeError as exc:
             raise OffsetOutOfRange(str(exc)) from exc
+        except TopicAuthorizationFailedError:
+            raise not_authorized_to_read(self._tp.topic) from None
         polled = _polled(batches.get(self._tp, ()), self._columnar)
         # The position moves past transaction markers and aborted records as well.
         polled.position = self._consumer.position(self._tp)

@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from streaming.kafka.offset_ranges import OffsetRange
 from streaming.kafka.offsets import (TOPIC_AUTHORIZATION_FAILED, OffsetsClient, kafka_topic_id,
-                                     not_authorized_to_describe)
+                                     not_authorized_to_describe, not_authorized_to_read)
 from streaming.kafka.offsets import TopicPartition as TopicPartitionKey
 from streaming.kafka.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.kafka.records import CREATE_TIME, LOG_APPEND_TIME
@@ -203,6 +203,8 @@ class ConfluentPartition:
                 self._position = max(self._position, message.offset())
             elif error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
                 raise OffsetOutOfRange(error.str())
+            elif error.code() == TOPIC_AUTHORIZATION_FAILED:
+                raise not_authorized_to_read(self._topic)
             else:
                 raise KafkaException(error)
         return records

@@ -24,6 +24,18 @@ class NotAuthorized(Exception):
     """The client's principal lacks an ACL; the message says which and what to grant."""
 
 
+# What a read refused by the broker's authorizer fails its Spark task with: the job tells that
+# failure from any other by this text (streaming/job/lifecycle.py).
+READ_REFUSED = "may not READ topic"
+
+
+def not_authorized_to_read(topic: str) -> NotAuthorized:
+    return NotAuthorized(
+        f"this principal {READ_REFUSED} {topic} (TOPIC_AUTHORIZATION_FAILED): grant it READ on "
+        f"the topic, e.g. kafka-acls.sh --add --allow-principal User:<name> --operation Read "
+        f"--topic {topic}")
+
+
 def not_authorized_to_describe(topic: str) -> NotAuthorized:
     return NotAuthorized(
         f"this principal may not DESCRIBE topic {topic} (TOPIC_AUTHORIZATION_FAILED): grant it "
@@ -52,6 +64,11 @@ class OffsetsClient(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def may_read(self, topic: str, partition: int) -> bool:
+        """Whether the broker lets this principal fetch from the partition (a refused fetch
+        would fail the Spark task that tried it). Clients that cannot ask say True."""
+        return True
 
     def earliest(self, topic: str, partitions: list[int]) -> dict[int, int]:
         return _of_topic(self.start_offsets([(topic, p) for p in partitions]))

@@ -15,6 +15,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 import pyarrow as pa
 
 from streaming.kafka.offset_ranges import OffsetRange
+from streaming.kafka.offsets import NotAuthorized
 from streaming.kafka.records import record_batch
 
 log = logging.getLogger("groupscope.sources")
@@ -161,6 +162,8 @@ def _read_to_end(client: PartitionClient, topic: str, rng: OffsetRange, settings
         except OffsetOutOfRange:
             position = _skip_lost(client, where, position, rng.end, settings)
             continue
+        except NotAuthorized as exc:  # waiting would not help: the job waits for the grant
+            raise SourceReadError(f"groupscope source: {exc}") from None
         except Exception as exc:  # client errors during an outage: keep retrying below
             polled = None
             last_error = exc

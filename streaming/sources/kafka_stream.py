@@ -19,7 +19,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from streaming.sources.kafka_options import KafkaSourceOptions, parse_options
-from streaming.kafka.offsets import NotAuthorized, offsets_client
+from streaming.kafka.offsets import NotAuthorized, not_authorized_to_read, offsets_client
 from streaming.kafka.offset_ranges import (EARLIEST, LATEST, OffsetRange, PartitionOffsets,
                                              from_offset_dict, limit_end, pack_ranges,
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
@@ -69,6 +69,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._seen_latest: PartitionOffsets | None = None  # for progress reports
         self._missing_logged = False
         self._refusal: str | None = None  # the last authorization error said
+        self._may_read = False  # a fetch was allowed once: no need to ask again
         # Spark asks for the initial offsets again before each trigger until the first batch
         # runs; once the topic has partitions the answer is kept, so the batch starts where the
         # offsets log says even if retention moves the log start in between (and no lookup).
@@ -96,17 +97,23 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _partitions(self) -> list[int]:
         try:
             partitions = self._offsets().partitions(self.options.topic)
+            if partitions and not self._may_read:
+                # Planning reads that will be refused would fail the query's tasks, each with
+                # Spark's stack traces: ask first, and wait like for a missing topic.
+                if not self._offsets().may_read(self.options.topic, partitions[0]):
+                    raise not_authorized_to_read(self.options.topic)
+                self._may_read = True
         except NotAuthorized as exc:
-            # Wait, as for a topic not created yet, and say why once: the ACL may be granted
-            # while the job runs; failing would only restart it into the same refusal.
+            # Wait, as for a topic not created yet: the ACL may be granted while the job runs,
+            # and failing would only restart it into the same refusal. The driver's end-offset
+            # poller asks the same and says it (once, in the job's log, /healthz and a metric).
             if str(exc) != self._refusal:
-                log.error("groupscope source at %s: %s; waiting for the grant",
+                log.debug("groupscope source at %s: %s; waiting for the grant",
                           self.options.bootstrap_servers, exc)
             self._refusal = str(exc)
             return []
         if self._refusal is not None:
-            log.info("groupscope source: topic %s may be described now: reading it",
-                     self.options.topic)
+            log.debug("groupscope source: topic %s is granted now: reading it", self.options.topic)
             self._refusal = None
         if partitions and self.options.partitions is not None:
             partitions = [p for p in partitions if p in self.options.partitions]

@@ -165,7 +165,64 @@ def test_without_describe_on_the_source_topic_the_job_says_so_and_reads_it_once_
         job.stop()
         revoke(secured_broker.plaintext, principal)
     assert denied == {("default",): 1}
+    said = [r for r in caplog.records if "may not DESCRIBE topic" in r.getMessage()]
+    assert len(said) == 1 and said[0].exc_info is None  # one line, no traceback
     assert status.startswith("503") and f"DESCRIBE topic {log_topic}".encode() in body
     assert f"--operation Read --topic {log_topic}".encode() in body
     assert lag == {(orders, str(p)): ENDS - o for p, o in COMMITTED.items()}
     assert job.view.ready
+
+
+def test_without_read_on_the_source_topic_the_job_waits_for_the_grant(
+        spark, secured_broker, estate, tmp_path, monkeypatch, caplog):
+    """DESCRIBE but not READ: the query's read is refused. The job says which grant is missing,
+    reports it, keeps serving, and starts the query again until it is granted; then it reads."""
+    import threading
+
+    from streaming.job import lifecycle
+
+    orders, _, log_topic = estate
+    secret_file = tmp_path / "scram-password"
+    secret_file.write_text(secured_broker.scram_password)
+    monkeypatch.setenv("GS_TEST_STORE_PASSWORD", STORE_PASSWORD)
+    monkeypatch.setattr(lifecycle, "REFUSED_RETRY_S", 1.0)
+    bootstrap, kafka, principal = _java_settings("scram", secured_broker, secret_file)
+    grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "DESCRIBE"),
+                                                ("TOPIC", orders, "DESCRIBE")])
+    job = _job(spark, tmp_path, bootstrap, log_topic, kafka)
+    stop = threading.Event()
+    outcome: list = []
+
+    def wait() -> None:
+        try:
+            job.wait(stop)
+            outcome.append(None)
+        except Exception as exc:  # reported below
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    try:
+        with caplog.at_level(logging.INFO):
+            job.start()
+            waiter.start()
+            refusal = _until("the refused read reported", lambda: job.view.source_refusal)
+            status, body = _healthz(job.view)
+            denied = _series(job, "groupscope_source_access_denied")
+            grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ")])
+            lag = _until("the lag once granted", lambda: {
+                values[2:]: v for values, v in _series(job, "kafka_consumergroup_lag").items()
+                if values[1] == "sec-app"} or None, timeout_s=90)
+            cleared = job.view.source_refusal
+    finally:
+        stop.set()
+        waiter.join(timeout=60)
+        job.stop()
+        revoke(secured_broker.plaintext, principal)
+    assert outcome == [None]  # the job never failed
+    assert refusal.startswith(f"this principal may not READ topic {log_topic} ")
+    assert f"--operation Read --topic {log_topic}" in refusal and "\n" not in refusal
+    assert status.startswith("503") and refusal.encode() in body and denied == {("default",): 1}
+    said = [r for r in caplog.records if "may not READ" in r.getMessage()]
+    assert len(said) == 1 and said[0].exc_info is None  # one line, no traceback
+    assert any("is granted now" in r.getMessage() for r in caplog.records)
+    assert lag == {(orders, str(p)): ENDS - o for p, o in COMMITTED.items()} and cleared is None
