@@ -226,3 +226,61 @@ def test_without_read_on_the_source_topic_the_job_waits_for_the_grant(
     assert len(said) == 1 and said[0].exc_info is None  # one line, no traceback
     assert any("is granted now" in r.getMessage() for r in caplog.records)
     assert lag == {(orders, str(p)): ENDS - o for p, o in COMMITTED.items()} and cleared is None
+
+
+def test_a_read_revoked_while_the_job_runs_holds_it_until_granted_again(
+        spark, secured_broker, estate, tmp_path, monkeypatch):
+    """The grant is taken back mid-run: the next micro-batch's read is refused and the query
+    fails. The job does not end: it reports the refusal, starts the query again with backoff,
+    and once READ is granted again reads what was committed meanwhile."""
+    import threading
+
+    from streaming.job import lifecycle
+
+    orders, _, log_topic = estate
+    secret_file = tmp_path / "scram-password"
+    secret_file.write_text(secured_broker.scram_password)
+    monkeypatch.setenv("GS_TEST_STORE_PASSWORD", STORE_PASSWORD)
+    monkeypatch.setattr(lifecycle, "REFUSED_RETRY_S", 1.0)
+    bootstrap, kafka, principal = _java_settings("scram", secured_broker, secret_file)
+    describe = [("TOPIC", log_topic, "DESCRIBE"), ("TOPIC", orders, "DESCRIBE")]
+    grant(secured_broker.plaintext, principal, [*describe, ("TOPIC", log_topic, "READ")])
+    job = _job(spark, tmp_path, bootstrap, log_topic, kafka)
+    stop = threading.Event()
+    outcome: list = []
+
+    def wait() -> None:
+        try:
+            job.wait(stop)
+            outcome.append(None)
+        except Exception as exc:  # reported below
+            outcome.append(exc)
+
+    def lag_of_partition_0():
+        return _series(job, "kafka_consumergroup_lag").get(("default", "sec-app", orders, "0"))
+
+    waiter = threading.Thread(target=wait)
+    try:
+        job.start().processAllAvailable()
+        waiter.start()
+        assert _until("the first lag", lag_of_partition_0) == ENDS - COMMITTED[0]
+        revoke(secured_broker.plaintext, principal)
+        grant(secured_broker.plaintext, principal, describe)
+        time.sleep(1.0)  # the authorizer has the new ACLs
+        produce_raw(secured_broker.plaintext, log_topic, [
+            (partition_for("sec-app", LOG_PARTITIONS),
+             *encode(offset_commit("sec-app", orders, 0, ENDS, T0 + 10_000)), T0 + 10_000)])
+        refusal = _until("the refused read reported", lambda: job.view.source_refusal)
+        status, _ = _healthz(job.view)
+        grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ")])
+        after = _until("the commit made meanwhile", lambda: lag_of_partition_0() == 0,
+                       timeout_s=90)
+        cleared = job.view.source_refusal
+    finally:
+        stop.set()
+        waiter.join(timeout=60)
+        job.stop()
+        revoke(secured_broker.plaintext, principal)
+    assert refusal.startswith(f"this principal may not READ topic {log_topic} ")
+    assert status.startswith("503") and after and cleared is None
+    assert outcome == [None]  # the job never failed
