@@ -258,7 +258,8 @@ def _parse_env_value(name: str, value: str) -> Any:
     try:
         return yaml.safe_load(value) if value.strip() else None
     except yaml.YAMLError:
-        raise UserError(f"environment variable {name}: cannot parse {value!r}") from None
+        # Not the value itself: it may hold a secret (source.kafka).
+        raise UserError(f"environment variable {name}: cannot parse its value as YAML") from None
 
 
 def _hints(cls: type) -> dict[str, Any]:

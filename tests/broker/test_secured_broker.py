@@ -32,7 +32,8 @@ COMMITTED = {0: 4, 1: 5, 2: 6}
 T0 = int(time.time() * 1000) - 60_000
 
 
-def _java_settings(way: str, secured, secret_file) -> tuple[str, dict[str, str], str]:
+def _java_settings(way: str, secured, secret_file,
+                   token_endpoint: str | None = None) -> tuple[str, dict[str, str], str]:
     """(bootstrap, `source.kafka` as a Java client's properties, principal) for a way in."""
     trust = {"ssl.truststore.location": str(secured.tls.truststore),
              "ssl.truststore.password": "${env:GS_TEST_STORE_PASSWORD}"}
@@ -46,12 +47,61 @@ def _java_settings(way: str, secured, secret_file) -> tuple[str, dict[str, str],
         return secured.ssl, {
             "security.protocol": "SSL", "ssl.keystore.location": str(secured.tls.keystore),
             "ssl.keystore.password": "${env:GS_TEST_STORE_PASSWORD}", **trust}, f"User:{MTLS_USER}"
+    module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
+    oauth = {"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+             "ssl.truststore.type": "PEM", "ssl.truststore.location": str(secured.tls.ca)}
+    if way == "oauth-client-credentials":
+        return secured.sasl_ssl, {
+            **oauth, "sasl.oauthbearer.token.endpoint.url": token_endpoint,
+            "sasl.jaas.config": f'{module} clientId="{TOKEN_CLIENT}" '
+                                f'clientSecret="${{file:{secret_file}}}" scope="kafka";'}, \
+            f"User:{OAUTH_USER}"
     return secured.sasl_ssl, {
-        "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
-        "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
-                            f'required unsecuredLoginStringClaim_sub="{OAUTH_USER}";',
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(secured.tls.ca)}, \
+        **oauth, "sasl.jaas.config": f'{module} unsecuredLoginStringClaim_sub="{OAUTH_USER}";'}, \
         f"User:{OAUTH_USER}"
+
+
+TOKEN_CLIENT = "groupscope-client"
+
+
+@pytest.fixture
+def token_endpoint(secured_broker):
+    """An OAuth token endpoint (client-credentials grant) that hands out tokens Kafka's unsecured
+    validator accepts, to the client whose secret is the SCRAM password; yields its URL and the
+    requests it answered."""
+    import base64
+    import json
+    import threading
+    import urllib.parse
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tests.support.secured_kafka import unsecured_jwt
+
+    answered = []
+    expected = "Basic " + base64.b64encode(
+        f"{TOKEN_CLIENT}:{secured_broker.scram_password}".encode()).decode()
+
+    class Endpoint(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            ok = (self.headers.get("Authorization") == expected
+                  and form.get("grant_type") == ["client_credentials"])
+            answered.append((ok, form.get("scope")))
+            body = json.dumps({"access_token": unsecured_jwt(OAUTH_USER), "token_type": "Bearer",
+                               "expires_in": 3600} if ok else {"error": "invalid_client"})
+            self.send_response(200 if ok else 401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/token", answered
+    server.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -106,15 +156,16 @@ def _healthz(view) -> tuple[str, bytes]:
     return answer["status"], b"".join(body)
 
 
-@pytest.mark.parametrize("way", ["scram", "mtls", "oauthbearer"])
+@pytest.mark.parametrize("way", ["scram", "mtls", "oauthbearer", "oauth-client-credentials"])
 def test_the_readmes_grants_are_enough_for_the_source_and_the_lag(spark, secured_broker, estate,
                                                                   tmp_path, monkeypatch, caplog,
-                                                                  way):
+                                                                  token_endpoint, way):
     orders, hidden, log_topic = estate
     secret_file = tmp_path / "scram-password"
     secret_file.write_text(secured_broker.scram_password + "\n")
     monkeypatch.setenv("GS_TEST_STORE_PASSWORD", STORE_PASSWORD)
-    bootstrap, kafka, principal = _java_settings(way, secured_broker, secret_file)
+    endpoint, answered = token_endpoint
+    bootstrap, kafka, principal = _java_settings(way, secured_broker, secret_file, endpoint)
     # README, Security: READ on the source topic, DESCRIBE on the topics groups consume.
     grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ"),
                                                 ("TOPIC", orders, "DESCRIBE")])
@@ -135,6 +186,8 @@ def test_the_readmes_grants_are_enough_for_the_source_and_the_lag(spark, secured
     assert unknown == 1 and not any(values[1] == "sec-hidden-app"
                                     for values in _series(job, "kafka_consumergroup_lag"))
     assert _series(job, "groupscope_source_access_denied") == {("default",): 0}
+    if way == "oauth-client-credentials":  # the driver's and the source's clients asked
+        assert answered and all(answer == (True, ["kafka"]) for answer in answered)
     said = "\n".join(r.getMessage() for r in caplog.records)
     assert hidden in said and "DESCRIBE" in said
     for secret in (secured_broker.scram_password, STORE_PASSWORD):
