@@ -55,14 +55,16 @@ class SparkConfig:
 
 
 LOCAL_TUNING = ("auto", "off")
-SOURCE_TYPES = ("kafka-python", "kafka", "replay", "simulator")
+SOURCE_TYPES = ("kafka-python", "kafka", "admin", "replay", "simulator")
 SOURCE_CLIENTS = ("kafka-python", "confluent")
 
 
 @dataclass(frozen=True)
 class SourceConfig:
     type: str = _key("kafka-python", "kafka-python (groupscope's own source), kafka (Spark's "
-                     "built-in source, needs the spark-sql-kafka package), replay (a capture file) or "
+                     "built-in source, needs the spark-sql-kafka package), admin (polls the Admin "
+                     "API, for clusters whose __consumer_offsets cannot be read: README, Managed "
+                     "Kafka), replay (a capture file) or "
                      "simulator (the coordinator simulator, live: `groupscope demo`)")
     bootstrap_servers: str = _key("127.0.0.1:9092", "Kafka bootstrap servers, comma-separated")
     topic: str = _key("__consumer_offsets", "the topic to read")
@@ -78,6 +80,8 @@ class SourceConfig:
                                  "ssl.truststore.*, ssl.keystore.*); values may name secrets as "
                                  "${env:NAME}, ${file:PATH} or ${file:PATH:KEY} (README, Security)")
     replay_path: Union[str, None] = _key(None, "capture file read by the replay source")
+    admin_interval: float = _duration(10.0, "source.type admin: how often groups and their "
+                                      "offsets are polled")
     partitions: list[int] = _key([], "only these partitions of the topic (empty: all): a shard "
                                  "of the estate, since Kafka keeps every record of a group in one "
                                  "partition (docs/operations.md)")
@@ -386,6 +390,8 @@ def validate(config: Config) -> None:
     for name in config.metrics.compat:
         _one_of("metrics.compat", name, METRIC_COMPAT)
     _one_of("metrics.granularity", config.metrics.granularity, GRANULARITIES)
+    if source.admin_interval <= 0:
+        raise UserError("config key source.admin_interval: must be above zero")
     if source.partitions:
         if source.type not in ("kafka-python", "kafka"):
             raise UserError("config key source.partitions: only the kafka-python and kafka sources "

@@ -33,14 +33,21 @@ def not_authorized_to_read(topic: str) -> NotAuthorized:
     return NotAuthorized(
         f"this principal {READ_REFUSED} {topic} (TOPIC_AUTHORIZATION_FAILED): grant it READ on "
         f"the topic, e.g. kafka-acls.sh --add --allow-principal User:<name> --operation Read "
-        f"--topic {topic}")
+        f"--topic {topic}{_OR_ADMIN if topic == OFFSETS_TOPIC else ''}")
 
 
 def not_authorized_to_describe(topic: str) -> NotAuthorized:
     return NotAuthorized(
         f"this principal may not DESCRIBE topic {topic} (TOPIC_AUTHORIZATION_FAILED): grant it "
         f"READ on the topic (which includes DESCRIBE), e.g. kafka-acls.sh --add --allow-principal "
-        f"User:<name> --operation Read --topic {topic}")
+        f"User:<name> --operation Read --topic {topic}"
+        f"{_OR_ADMIN if topic == OFFSETS_TOPIC else ''}")
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# Managed Kafka never grants it: the Admin API is the way in there.
+_OR_ADMIN = ("; where that cannot be granted (managed Kafka), use source.type admin, which needs "
+             "DESCRIBE on the groups and topics only")
 
 
 class OffsetsClient(ABC):

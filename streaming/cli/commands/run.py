@@ -43,6 +43,18 @@ def run(args) -> int:
         os.makedirs(work_dir, exist_ok=True)
         demo = Demo(config, work_dir).start()
         job, stop_job = demo.job, demo.stop
+    elif config.source.type == "admin":  # no Spark: a thread polls the Admin API
+        from streaming.job.admin_job import AdminJob
+
+        try:
+            job = AdminJob(config)
+        except ValueError as exc:  # a client setting that cannot be used, named
+            raise UserError(f"source: {exc}") from None
+        stop_job = job.stop
+        try:
+            job.start()
+        except OSError as exc:
+            raise UserError(f"cannot start: {exc}") from None
     else:
         job = Job(config)
         stop_job = job.stop

@@ -1,0 +1,130 @@
+"""`source.type: admin`: groups, members, assignments and committed offsets polled through the
+Kafka Admin API, for clusters whose `__consumer_offsets` this principal may not read (managed
+Kafka). No Spark: a driver thread polls every `source.admin_interval` and feeds the same view,
+end-offset poller and exporter as the log path. What polling cannot know is said in
+coordinator/admin_groups.py.
+
+The same interface as streaming.job.lifecycle.Job (`start`, `wait`, `stop`, `view`, `exporter`).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+from coordinator.admin_groups import gone, observe
+from streaming.config import Config
+from streaming.exporter.view import MonitorView
+from streaming.job.settings import exporter_settings, poller_settings, view_settings
+from streaming.kafka.admin_groups import AdminGroups
+from streaming.sources.kafka_options import KafkaSourceOptions
+
+log = logging.getLogger("groupscope.admin")
+
+
+class AdminJob:
+    def __init__(self, config: Config, view: MonitorView | None = None,
+                 start_exporter: bool = True, start_poller: bool = True,
+                 client_factory: Callable[[], AdminGroups] | None = None) -> None:
+        self.config = config
+        self.view = view or MonitorView(view_settings(config))
+        self._want_exporter, self._want_poller = start_exporter, start_poller
+        options = KafkaSourceOptions(bootstrap_servers=config.source.bootstrap_servers,
+                                     client_options=dict(config.source.kafka))
+        settings = options.kafka_python_config()  # a bad setting fails here, named
+        self._client_factory = client_factory or (
+            lambda: AdminGroups(settings, timeout_s=config.lag.timeout))
+        self._client: AdminGroups | None = None
+        self.exporter = None
+        self.poller = None
+        self.query = None  # no Spark query
+        self.polls = 0
+        self.last_poll_s: float | None = None  # the last poll's duration
+        self._seen: dict[str, dict[str, Any]] = {}  # group -> its snapshot after the last poll
+        self._last_ms: int | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failure_said: str | None = None
+
+    def start(self) -> "AdminJob":
+        from streaming.exporter.end_offset_poller import EndOffsetPoller
+        from streaming.exporter.server import start_exporter as serve
+        from streaming.job.settings import offsets_client_factory
+
+        if self._want_exporter:
+            self.exporter = serve(self.view, exporter_settings(self.config))
+        if self._want_poller:
+            refresh = self.exporter.cache.refresh_if_read if self.exporter is not None else None
+            self.poller = EndOffsetPoller(self.view, offsets_client_factory(self.config),
+                                          poller_settings(self.config), clock=self.view.clock,
+                                          on_poll=refresh).start()
+        self._thread = threading.Thread(target=self._run, name="groupscope-admin-poll",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        interval = self.config.source.admin_interval
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.poll_once()
+            self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    def poll_once(self) -> bool:
+        started = time.monotonic()
+        try:
+            if self._client is None:
+                self._client = self._client_factory()
+            polled = self._client.poll()
+        except Exception as exc:  # the next poll tries again, on a new connection
+            if str(exc) != self._failure_said:
+                log.warning("admin poll failed, keeping the groups as last seen: %s", exc)
+                self._failure_said = str(exc)
+            self._drop_client()
+            return False
+        self._failure_said = None
+        now_ms = int(self.view.clock() * 1000)
+        self.polls += 1
+        snapshots, events = [], []
+        for group in polled:
+            snapshot, found = observe(group, self._seen.get(group.group), now_ms, self._last_ms,
+                                      self.polls)
+            self._seen[group.group] = snapshot
+            snapshots.append(snapshot)
+            events.extend(found)
+        listed = {g.group for g in polled}
+        for name in [n for n in self._seen if n not in listed]:
+            snapshot, found = gone(name, self._seen.pop(name), now_ms, self.polls)
+            snapshots.append(snapshot)
+            events.extend(found)
+        self._last_ms = now_ms
+        with self.view.lock:
+            self.view.update_groups(snapshots)
+            self.view.apply_events(events)
+            self.view.set_offsets_topic_progress({}, True)  # every group is as of this poll
+        self.last_poll_s = time.monotonic() - started
+        return True
+
+    def _drop_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:
+                log.debug("closing the admin client failed", exc_info=True)
+
+    def wait(self, stop_event: threading.Event | None = None) -> None:
+        while not (stop_event is not None and stop_event.is_set()) and not self._stop.is_set():
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.config.lag.timeout * 3)
+            self._thread = None
+        if self.poller is not None:
+            self.poller.stop()
+        if self.exporter is not None:
+            self.exporter.stop()
+        self._drop_client()

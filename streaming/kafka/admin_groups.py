@@ -1,0 +1,142 @@
+"""Consumer groups through the Kafka Admin API (kafka-python), for clusters whose
+`__consumer_offsets` cannot be read: ListGroups, DescribeGroups (classic groups),
+ConsumerGroupDescribe (KIP-848 groups; kafka-python has no request for it, so it is built from
+streaming/kafka/schemas) and OffsetFetch, one request per group coordinator each.
+
+What comes back is plain data (`coordinator.admin_groups.PolledGroup`), for the pure code that
+turns two polls into state and events.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Iterable
+
+from kafka import KafkaAdminClient
+from kafka.protocol.api_message import ApiMessage
+
+from coordinator.admin_groups import PolledGroup, PolledMember
+
+log = logging.getLogger("groupscope.admin")
+CLASSIC_TYPES = ("classic",)
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json="streaming.kafka.schemas"):
+    pass
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json="streaming.kafka.schemas"):
+    pass
+
+
+class AdminGroups:
+    """One admin connection; `poll()` describes every consumer group and its offsets."""
+
+    def __init__(self, config: dict, timeout_s: float | None = None) -> None:
+        settings = {k: v for k, v in config.items() if k in KafkaAdminClient.DEFAULT_CONFIG}
+        if timeout_s is not None:
+            settings["request_timeout_ms"] = int(timeout_s * 1000)
+        self._admin = KafkaAdminClient(**settings)
+        self.requests = 0  # sent since the client was made: the poll's cost
+
+    def poll(self) -> list[PolledGroup]:
+        listed = self._admin.list_groups()
+        self.requests += 1  # one per broker, in fact; counted as the call it is
+        classic = {g["group_id"]: g.get("protocol_type") or "" for g in listed
+                   if g.get("group_type", "classic") == "classic"
+                   and g.get("protocol_type") in ("consumer", "")}
+        modern = [g["group_id"] for g in listed if g.get("group_type") == "consumer"]
+        offsets = self._offsets([*classic, *modern])
+        groups = [*self._classic(classic, offsets), *self._consumer(modern, offsets)]
+        return sorted(groups, key=lambda g: g.group)
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def _offsets(self, group_ids: list[str]) -> dict[str, tuple]:
+        if not group_ids:
+            return {}
+        self.requests += 1
+        answer = self._admin.list_group_offsets(group_ids)
+        return {group: tuple(sorted((tp.topic, tp.partition, o.offset, o.leader_epoch, o.metadata)
+                                    for tp, o in by_tp.items() if o.offset >= 0))
+                for group, by_tp in answer.items()}
+
+    def _classic(self, protocol_types: dict[str, str], offsets) -> Iterable[PolledGroup]:
+        if not protocol_types:
+            return []
+        self.requests += 1
+        described = self._admin.describe_groups(list(protocol_types))
+        out = []
+        for group_id, d in described.items():
+            if d.get("error"):
+                log.debug("describing classic group %s: %s", group_id, d["error"])
+                continue
+            members = tuple(sorted((_classic_member(m) for m in d.get("members") or ()),
+                                   key=lambda m: m.member_id))
+            out.append(PolledGroup(group=group_id, group_type="classic",
+                                   protocol_type=d.get("protocol_type")
+                                   or protocol_types[group_id],
+                                   protocol=d.get("protocol_data") or None,
+                                   state=d.get("group_state") or "Unknown",
+                                   group_epoch=None, assignment_epoch=None, members=members,
+                                   offsets=offsets.get(group_id, ())))
+        return out
+
+    def _consumer(self, group_ids: list[str], offsets) -> Iterable[PolledGroup]:
+        if not group_ids:
+            return []
+        self.requests += 1
+        out = []
+        for d in self._admin._manager.run(self._describe_consumer_groups, group_ids):
+            if d.error_code:
+                log.debug("describing consumer group %s: error %d", d.group_id, d.error_code)
+                continue
+            members = tuple(sorted((PolledMember(
+                member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
+                client_host=m.client_host, rack=m.rack_id,
+                subscribed_topics=tuple(sorted(m.subscribed_topic_names or ())),
+                assigned=_pairs(m.assignment), member_epoch=m.member_epoch,
+                target=_pairs(m.target_assignment)) for m in d.members),
+                key=lambda m: m.member_id))
+            out.append(PolledGroup(group=d.group_id, group_type="consumer",
+                                   protocol_type="consumer", protocol=d.assignor_name or None,
+                                   state=d.group_state, group_epoch=d.group_epoch,
+                                   assignment_epoch=d.assignment_epoch, members=members,
+                                   offsets=offsets.get(d.group_id, ())))
+        return out
+
+    async def _describe_consumer_groups(self, group_ids: list[str]) -> list:
+        # kafka-python's own coordinator look-up and connections (its describe_groups does the
+        # same for DescribeGroups).
+        by_node = defaultdict(list)
+        for group_id, node in (await self._admin._find_coordinator_ids(group_ids)).items():
+            by_node[node].append(group_id)
+        groups = []
+        for node, ids in by_node.items():
+            request = ConsumerGroupDescribeRequest(group_ids=ids, include_authorized_operations=False,
+                                                   max_version=0)
+            response = await self._admin._manager.send(request, node_id=node)
+            groups.extend(response.groups)
+        return groups
+
+    def close(self) -> None:
+        self._admin.close()
+
+
+def _classic_member(m: dict) -> PolledMember:
+    metadata = m.get("member_metadata") or {}
+    assignment = m.get("member_assignment") or {}
+    assigned = tuple(sorted((a["topic"], p) for a in (assignment.get("assigned_partitions") or ())
+                            for p in a["partitions"])) if isinstance(assignment, dict) else ()
+    topics = tuple(sorted(metadata.get("topics") or ())) if isinstance(metadata, dict) else ()
+    rack = (metadata.get("rack_id") or None) if isinstance(metadata, dict) else None
+    return PolledMember(member_id=m["member_id"], group_instance_id=m.get("group_instance_id"),
+                        client_id=m.get("client_id", ""), client_host=m.get("client_host", ""),
+                        rack=rack, subscribed_topics=topics, assigned=assigned)
+
+
+def _pairs(assignment) -> tuple[tuple[str, int], ...]:
+    if assignment is None:
+        return ()
+    return tuple(sorted((t.topic_name, p) for t in assignment.topic_partitions
+                        for p in t.partitions))

@@ -1,0 +1,129 @@
+"""`source.type: admin` against a real Kafka 4.4 broker, as managed Kafka serves it: the
+principal may not read `__consumer_offsets` at all (no ACL on it), only DESCRIBE its groups and
+topics. Live classic and KIP-848 members (Java clients) and a group that only commits: the admin
+source's groups, members, assignments, committed offsets and lag equal what Kafka's own
+AdminClient shows (docs/kafka-parity.md's rules), and a member leaving is counted as a
+rebalance that moved its partitions."""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+
+from streaming.config import load_config
+from streaming.exporter.metrics_cache import MetricsCache
+from streaming.job.admin_job import AdminJob
+from tests.support.groupscope_job import CLUSTER
+from tests.support.kafka_broker import create_topic, produce_raw
+from tests.support.parity import differences, groupscope_views, kafka_views
+from tests.support.parity_clients import Members
+from tests.support.scrape_support import parse
+from tests.support.secured_kafka import SCRAM_USER, STORE_PASSWORD, grant, revoke
+
+PARTITIONS = 4
+
+
+class _Served:
+    """What tests.support.parity reads from a job (its scrape and its groups' snapshots), here
+    from an AdminJob in this process."""
+
+    def __init__(self, job: AdminJob) -> None:
+        self.job = job
+        self.cache = MetricsCache(job.view)  # one, as the exporter keeps: it tracks changes
+
+    def scrape(self):
+        return parse(b"".join(bytes(p) for p in self.cache.exposition()).decode())
+
+    def snapshots(self):
+        return dict(self.job._seen)
+
+
+def _settings(secured, tmp_path) -> dict[str, str]:
+    (tmp_path / "password").write_text(secured.scram_password)
+    return {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                f'username="{SCRAM_USER}" password="${{file:{tmp_path / "password"}}}";',
+            "ssl.truststore.location": str(secured.tls.truststore),
+            "ssl.truststore.password": STORE_PASSWORD}
+
+
+def _until(what: str, check, timeout_s: float = 90.0):
+    deadline = time.monotonic() + timeout_s
+    while not (result := check()):
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:.0f} s"
+        time.sleep(0.5)
+    return result
+
+
+@pytest.mark.timeout(300)
+def test_the_admin_source_shows_what_kafkas_admin_client_shows(broker, secured_broker, tmp_path):
+    tag = uuid.uuid4().hex[:8]
+    topic, prefix = f"adm-data-{tag}", f"adm-{tag}-"
+    classic, modern, committing = f"{prefix}classic", f"{prefix}kip848", f"{prefix}simple"
+    groups = (classic, modern, committing)
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    now_ms = int(time.time() * 1000)
+    produce_raw(broker.bootstrap, topic, [(p, None, b"x", now_ms) for p in range(PARTITIONS)
+                                          for _ in range(20)])
+    # A group that only commits (a consumer assigning its partitions itself).
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+    simple = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=committing,
+                           enable_auto_commit=False)
+    simple.commit({TopicPartition(topic, p): OffsetAndMetadata(5 + p, "", -1)
+                   for p in range(PARTITIONS)})
+    simple.close()
+
+    principal = f"User:{SCRAM_USER}"
+    # What managed Kafka gives: groups and topics described, __consumer_offsets not readable.
+    grant(broker.bootstrap, principal, [("GROUP", prefix, "DESCRIBE", "PREFIXED"),
+                                        ("TOPIC", topic, "DESCRIBE")])
+    members = Members(broker, tmp_path)
+    job = None
+    try:
+        members.start("c1", classic, topic, "classic", "range")
+        members.start("c2", classic, topic, "classic", "range")
+        members.start("k1", modern, topic, "consumer", "uniform")
+        members.start("k2", modern, topic, "consumer", "uniform")
+        env = {"GROUPSCOPE_SOURCE__TYPE": "admin", "GROUPSCOPE_CLUSTER__NAME": CLUSTER,
+               "GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": secured_broker.sasl_ssl,
+               "GROUPSCOPE_SOURCE__KAFKA": json.dumps(_settings(secured_broker, tmp_path)),
+               "GROUPSCOPE_SOURCE__ADMIN_INTERVAL": "0.5s", "GROUPSCOPE_LAG__POLL_INTERVAL": "0.5s"}
+        job = AdminJob(load_config(None, env=env), start_exporter=False).start()
+        served = _Served(job)
+        last: list = []
+
+        def agree(sizes: dict[str, int]) -> bool:
+            last[:] = [kafka_views(broker, members.describe, groups),
+                       groupscope_views(served, groups)]
+            return not differences(last[0], last[1], groups) and all(
+                g in last[0] and len(last[0][g].members or {}) == n for g, n in sizes.items())
+
+        def until_agreed(what: str, sizes: dict[str, int], also=lambda: True) -> None:
+            try:
+                _until(what, lambda: agree(sizes) and also())
+            except AssertionError:
+                raise AssertionError(what + ":\n" + "\n".join(
+                    differences(last[0], last[1], groups) if last else [])
+                    + f"\n({job.polls} polls)") from None
+
+        until_agreed("the admin source agreeing with Kafka's AdminClient", {classic: 2, modern: 2})
+        kafka = last[0]
+        assert kafka[committing].committed == {(topic, p): 5 + p for p in range(PARTITIONS)}
+        assert last[1][committing].lag == {(topic, p): 15 - p for p in range(PARTITIONS)}
+        rebalances_before = job.view.groups[classic].rebalances
+
+        members.stop("c2", wait=True)  # its partitions move to c1
+        until_agreed("the classic group down to one member", {classic: 1, modern: 2},
+                     lambda: job.view.groups[classic].rebalances > rebalances_before)
+        moved = job.view.groups[classic].partitions_moved
+    finally:
+        members.kill_all()
+        if job is not None:
+            job.stop()
+        revoke(broker.bootstrap, principal)
+    assert moved >= PARTITIONS // 2
+    # The principal never read __consumer_offsets: nothing was granted on it.
+    assert job.view.records_total == {}

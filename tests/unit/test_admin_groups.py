@@ -1,0 +1,88 @@
+"""The admin source's pure part (coordinator/admin_groups.py) and its job
+(streaming/job/admin_job.py) on polls made up here: snapshots in the log path's shape, commit
+times that stay put while an offset does, rebalances from assignment changes (classic) or a
+risen epoch (KIP-848), and groups that go away."""
+from __future__ import annotations
+
+from coordinator.admin_groups import PolledGroup, PolledMember, gone, observe
+from streaming.config import load_config
+from streaming.exporter.evaluation import build_families
+from streaming.job.admin_job import AdminJob
+
+
+def _member(mid: str, *partitions: int, epoch: int | None = None) -> PolledMember:
+    return PolledMember(mid, None, f"client-{mid}", "/10.0.0.1", None, ("orders",),
+                        tuple(("orders", p) for p in partitions), epoch,
+                        None if epoch is None else tuple(("orders", p) for p in partitions))
+
+
+def _classic(*members: PolledMember, offsets=((("orders", 0, 7, -1, ""),))) -> PolledGroup:
+    return PolledGroup("app", "classic", "consumer", "range", "Stable" if members else "Empty",
+                       None, None, members, offsets)
+
+
+def test_a_classic_groups_assignment_change_is_one_rebalance_with_its_moved_partitions():
+    first, events = observe(_classic(_member("a", 0, 1), _member("b", 2, 3)), None, 1_000, None, 1)
+    assert events == [] and first["generation"] == 0 and first["state"] == "Stable"
+    assert first["offsets"] == [{"topic": "orders", "partition": 0, "offset": 7, "leader_epoch": -1,
+                                 "metadata": "", "commit_timestamp_ms": 1_000, "topic_id": None}]
+    same, events = observe(_classic(_member("a", 0, 1), _member("b", 2, 3)), first, 2_000, 1_000, 2)
+    assert events == [] and same["generation"] == 0
+    assert same["offsets"][0]["commit_timestamp_ms"] == 1_000  # unchanged: committed by then
+    after, events = observe(_classic(_member("a", 0, 1, 2, 3),
+                                     offsets=(("orders", 0, 9, -1, ""),)), same, 3_000, 2_000, 3)
+    [left, rebalance] = events
+    assert left == {"event": "member_left", "group": "app", "timestamp_ms": 3_000,
+                    "partition": -1, "offset": 3, "member_id": "b"}
+    assert rebalance["event"] == "rebalance" and rebalance["partitions_moved"] == [
+        ["orders", 2], ["orders", 3]]
+    assert (rebalance["from_generation"], rebalance["to_generation"]) == (0, 1)
+    assert rebalance["start_ms"] == 2_000 and rebalance["duration_seconds"] is None
+    assert after["generation"] == 1 and after["last_rebalance"] == rebalance
+    assert after["offsets"][0]["commit_timestamp_ms"] == 3_000  # moved: dated at this poll
+
+
+def test_a_kip848_group_rebalances_when_its_epoch_rises():
+    def modern(epoch: int, *members: PolledMember) -> PolledGroup:
+        return PolledGroup("m", "consumer", "consumer", "uniform", "Stable", epoch, epoch,
+                           members, ())
+
+    first, _ = observe(modern(3, _member("a", 0, 1, epoch=3)), None, 1_000, None, 1)
+    assert first["generation"] == 3 and first["members"][0]["member_epoch"] == 3
+    _, events = observe(modern(3, _member("a", 0, 1, epoch=3)), first, 2_000, 1_000, 2)
+    assert events == []
+    _, events = observe(modern(5, _member("a", 0, epoch=5), _member("b", 1, epoch=5)), first,
+                        3_000, 2_000, 3)
+    assert [e["event"] for e in events] == ["member_joined", "rebalance"]
+    assert events[1]["partitions_moved"] == [["orders", 1]]
+    snapshot, events = gone("m", first, 4_000, 4)
+    assert snapshot["state"] == "Dead" and events[0]["event"] == "group_deleted"
+
+
+class _Client:
+    def __init__(self, polls):
+        self.polls = list(polls)
+        self.requests = 0
+
+    def poll(self):
+        return self.polls.pop(0)
+
+    def close(self):
+        pass
+
+
+def test_the_admin_job_feeds_the_view_the_exporter_reads():
+    config = load_config(None, env={"GROUPSCOPE_SOURCE__TYPE": "admin"})
+    client = _Client([[_classic(_member("a", 0, 1), _member("b", 2, 3))],
+                      [_classic(_member("a", 0, 1, 2, 3))], []])
+    job = AdminJob(config, start_exporter=False, start_poller=False,
+                   client_factory=lambda: client)
+    assert job.poll_once() and job.view.ready
+    assert job.poll_once()
+    record = job.view.groups["app"]
+    assert record.rebalances == 1 and record.partitions_moved == 2
+    series = {(f.name, values): v for f in build_families(job.view) for values, v in f.samples}
+    assert series[("kafka_consumergroup_committed_offset", ("default", "app", "orders", "0"))] == 7
+    assert series[("kafka_consumergroup_members", ("default", "app"))] == 1
+    assert job.poll_once()  # the group is no longer listed: deleted
+    assert job.view.groups["app"].snapshot["state"] == "Dead"
