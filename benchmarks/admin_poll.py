@@ -54,9 +54,9 @@ def main() -> None:
                 now_ms = int(time.time() * 1000)
                 snapshots = []
                 for group in polled:
-                    snapshot, _ = observe(group, seen.get(group.group), now_ms, None, n + 1)
-                    seen[group.group] = snapshot
-                    snapshots.append(snapshot)
+                    seen[group.group], _ = observe(group, seen.get(group.group), now_ms, None,
+                                                   n + 1)
+                    snapshots.append(seen[group.group].snapshot)
                 view.update_groups(snapshots)
                 feed_cpu = time.process_time() - at
                 print(f"{count:,} groups x {args.partitions} partitions, poll {n + 1}: "

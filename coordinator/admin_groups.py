@@ -8,7 +8,9 @@ Polling sees less than the log does, and says so:
   dated at the later poll (`commit_timestamp_ms`), so time lag and status lean late by up to one
   interval;
 - DescribeGroups has no generation: a classic group's `generation` counts the assignment changes
-  seen since the monitor started, and each such change is one rebalance;
+  seen since the monitor started, each one rebalance: a Stable assignment that differs from the
+  last Stable one (a poll during the rebalance sees members without partitions, which is neither
+  the old assignment nor the new);
 - a KIP-848 group's epoch is reported: one rebalance per poll in which it rose;
 - a rebalance's start and duration are unknown (`start_method: admin-poll`, the previous poll's
   time as its earliest start, no duration): every generation between two polls is one.
@@ -49,23 +51,39 @@ class PolledGroup:
     offsets: tuple[tuple[str, int, int, int, str], ...]  # (topic, partition, offset, epoch, metadata)
 
 
-def observe(polled: PolledGroup, previous: Mapping[str, Any] | None, now_ms: int,
-            previous_ms: int | None, sequence: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(the group's snapshot after this poll, the events since `previous`, the snapshot the poll
-    at `previous_ms` left). `sequence` numbers the poll: events are named by it as log events
-    are by their record's position."""
+Owners = dict[str, set[tuple[str, int]]]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a poll leaves for the next: the group's snapshot, and the owners of its partitions
+    when its assignment was last settled (classic: Stable or Empty; KIP-848: every poll)."""
+    snapshot: dict[str, Any]
+    settled: Owners
+
+
+def observe(polled: PolledGroup, before: Seen | None, now_ms: int, previous_ms: int | None,
+            sequence: int) -> tuple[Seen, list[dict[str, Any]]]:
+    """The group after this poll and the events since `before` (which the poll at
+    `previous_ms` left). `sequence` numbers the poll: events are named by it as log events are
+    by their record's position."""
+    previous = before.snapshot if before is not None else None
     members = [_member(m) for m in polled.members]
     owners = {m["member_id"]: {tuple(tp) for tp in m["assigned"]} for m in members}
-    old_owners = ({m["member_id"]: {tuple(tp) for tp in m["assigned"]}
-                   for m in previous.get("members") or ()} if previous else None)
+    current = ({m["member_id"]: {tuple(tp) for tp in m["assigned"]}
+                for m in previous.get("members") or ()} if previous else None)
     if polled.group_type == "classic":
-        before = previous.get("generation", 0) if previous else 0
-        changed = old_owners is not None and old_owners != owners
-        generation = before + 1 if changed else before
+        settles = polled.state in ("Stable", "Empty")
+        old_owners = before.settled if before is not None else None
+        generation = previous.get("generation", 0) if previous else 0
+        changed = (polled.state == "Stable" and old_owners is not None and old_owners != owners)
+        settled = owners if settles else (old_owners if old_owners is not None else {})
+        from_generation, generation = generation, generation + 1 if changed else generation
     else:
-        before = previous.get("generation") if previous else None
+        old_owners, settled = current, owners
+        from_generation = previous.get("generation") if previous else None
         generation = polled.group_epoch or 0
-        changed = before is not None and generation > before
+        changed = from_generation is not None and generation > from_generation
     snapshot: dict[str, Any] = {
         "group": polled.group,
         "group_type": polled.group_type,
@@ -85,30 +103,31 @@ def observe(polled: PolledGroup, previous: Mapping[str, Any] | None, now_ms: int
     }
     events: list[dict[str, Any]] = []
     if previous is not None:
-        for member_id in sorted(set(owners) - set(old_owners or {})):
+        for member_id in sorted(set(owners) - set(current or {})):
             events.append(_event("member_joined", polled.group, now_ms, sequence,
                                  member_id=member_id))
-        for member_id in sorted(set(old_owners or {}) - set(owners)):
+        for member_id in sorted(set(current or {}) - set(owners)):
             events.append(_event("member_left", polled.group, now_ms, sequence,
                                  member_id=member_id))
     if changed:
         subscriptions = {m["member_id"]: m["subscribed_topics"] for m in members}
         rebalance = _event("rebalance", polled.group, now_ms, sequence,
                            group_type=polled.group_type, protocol=polled.protocol,
-                           from_generation=before, to_generation=generation,
+                           from_generation=from_generation, to_generation=generation,
                            start_ms=previous_ms, start_method=START_METHOD, end_ms=now_ms,
                            sync_seconds=None, duration_seconds=None,
                            **diff_assignments(old_owners or {}, owners),
                            quality=assignment_quality(owners, subscriptions, None))
         snapshot["last_rebalance"] = rebalance
         events.append(rebalance)
-    return snapshot, events
+    return Seen(snapshot, settled), events
 
 
-def gone(name: str, previous: Mapping[str, Any], now_ms: int,
+def gone(name: str, before: Seen, now_ms: int,
          sequence: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A group no longer listed: deleted (or expired), as the log's tombstone says."""
-    snapshot = {**previous, "state": "Dead", "members": [], "offsets": [], "updated_ms": now_ms}
+    snapshot = {**before.snapshot, "state": "Dead", "members": [], "offsets": [],
+                "updated_ms": now_ms}
     return snapshot, [_event("group_deleted", name, now_ms, sequence)]
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
-from coordinator.admin_groups import gone, observe
+from coordinator.admin_groups import Seen, gone, observe
 from streaming.config import Config
 from streaming.exporter.view import MonitorView
 from streaming.job.settings import exporter_settings, poller_settings, view_settings
@@ -41,7 +41,7 @@ class AdminJob:
         self.query = None  # no Spark query
         self.polls = 0
         self.last_poll_s: float | None = None  # the last poll's duration
-        self._seen: dict[str, dict[str, Any]] = {}  # group -> its snapshot after the last poll
+        self._seen: dict[str, Seen] = {}  # group -> what the last poll left of it
         self._last_ms: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -88,10 +88,10 @@ class AdminJob:
         self.polls += 1
         snapshots, events = [], []
         for group in polled:
-            snapshot, found = observe(group, self._seen.get(group.group), now_ms, self._last_ms,
-                                      self.polls)
-            self._seen[group.group] = snapshot
-            snapshots.append(snapshot)
+            seen, found = observe(group, self._seen.get(group.group), now_ms, self._last_ms,
+                                  self.polls)
+            self._seen[group.group] = seen
+            snapshots.append(seen.snapshot)
             events.extend(found)
         listed = {g.group for g in polled}
         for name in [n for n in self._seen if n not in listed]:

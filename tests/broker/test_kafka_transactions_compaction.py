@@ -30,6 +30,7 @@ from tests.support.kafka_broker import (OFFSETS_TOPIC, KafkaBroker, create_topic
                                         start_kafka)
 from tests.support.parity import Views, differences, groupscope_views, kafka_views
 from tests.support.parity_clients import Members
+from tests.support.waiting import until
 
 TXN_TOPIC = "txn-in"         # the transactional groups' input
 OUT_TOPIC = "txn-out"
@@ -52,17 +53,6 @@ GROUPS = (COPIER_GROUP, PY_GROUP, *SIMPLE, GONE, *LIVE, CONVERTED, CONVERTED_EMP
 QUIET_TIMEOUT_S = 90.0
 # Not Kafka's default of 50: a group's coordinator partition must be where its records land.
 OFFSETS_PARTITIONS = 10
-
-
-def _until(what: str, check, timeout_s: float, poll_s: float = 0.5):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout_s:.0f} s")
-        time.sleep(poll_s)
 
 
 # -- writers ---------------------------------------------------------------------------------
@@ -154,8 +144,9 @@ def _convert_both_ways(broker: KafkaBroker, members: Members) -> None:
     (an empty classic group takes a consumer-protocol member, an empty consumer group a classic
     one); every member commits before it leaves."""
     def become(group: str, group_type: str, count: int) -> None:
-        _until(f"{group} a {group_type} group of {count} members",
-               lambda: _group_type(broker, group) == group_type and _members_of(members, group) == count, 60)
+        until(f"{group} a {group_type} group of {count} members",
+              lambda: _group_type(broker, group) == group_type and _members_of(members, group) == count,
+              60, poll_s=0.5)
 
     members.start("cv-a", CONVERTED, DATA_TOPIC, "classic", "range")
     become(CONVERTED, "classic", 1)
@@ -186,7 +177,7 @@ def _quiet_views(job: GroupscopeJob, broker: KafkaBroker, members: Members) -> t
         return not differences(last[0], last[1], GROUPS)
 
     try:
-        _until("groupscope agreeing with Kafka", agree, QUIET_TIMEOUT_S)
+        until("groupscope agreeing with Kafka", agree, QUIET_TIMEOUT_S, poll_s=0.5)
     except AssertionError:
         pass
     return last[0], last[1]
@@ -269,8 +260,8 @@ def _compact_offsets_topic(broker: KafkaBroker, committer: Committer, partitions
             poker.commit(group, {(MANY_TOPIC, 0): 1})
     finally:
         poker.close()
-    _until(f"the cleaner cleaning __consumer_offsets partitions {sorted(partitions)}",
-           lambda: partitions <= _cleaned_partitions(broker), 60)
+    until(f"the cleaner cleaning __consumer_offsets partitions {sorted(partitions)}",
+          lambda: partitions <= _cleaned_partitions(broker), 60, poll_s=0.5)
 
 
 # -- the run ---------------------------------------------------------------------------------

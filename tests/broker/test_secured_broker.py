@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import uuid
 
@@ -25,6 +26,7 @@ from tests.support.kafka_broker import create_topic, produce_raw
 from tests.support.secured_kafka import (MTLS_USER, OAUTH_USER, SCRAM_USER, STORE_PASSWORD,
                                          grant, revoke)
 from tests.support.state_timeline import offset_commit
+from tests.support.waiting import until
 
 LOG_PARTITIONS = 2
 ENDS = 10  # records in each partition of the consumed topic
@@ -136,12 +138,28 @@ def _job(spark, tmp_path, bootstrap: str, topic: str, kafka: dict[str, str]) -> 
     return Job(load_config(None, env=env), spark=spark, start_exporter=False)
 
 
-def _until(what: str, check, timeout_s: float = 60.0):
-    deadline = time.monotonic() + timeout_s
-    while not (result := check()):
-        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:.0f} s"
-        time.sleep(0.25)
-    return result
+class _Waiting:
+    """`job.wait()` in a thread, as `groupscope run` waits on it: `outcome` is [None] once it
+    returned, [the exception] if it raised."""
+
+    def __init__(self, job: Job) -> None:
+        self.stop, self.outcome = threading.Event(), []
+        self.thread = threading.Thread(target=self._wait, args=(job,))
+
+    def _wait(self, job: Job) -> None:
+        try:
+            job.wait(self.stop)
+            self.outcome.append(None)
+        except Exception as exc:  # the test asserts on it
+            self.outcome.append(exc)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def end(self) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=60)
 
 
 def _series(job: Job, name: str) -> dict[tuple, float]:
@@ -173,10 +191,10 @@ def test_the_readmes_grants_are_enough_for_the_source_and_the_lag(spark, secured
     try:
         with caplog.at_level(logging.INFO):
             job.start().processAllAvailable()
-            lag = _until("the lag of sec-app", lambda: {
+            lag = until("the lag of sec-app", lambda: {
                 values[2:]: v for values, v in _series(job, "kafka_consumergroup_lag").items()
                 if values[1] == "sec-app"} or None)
-            unknown = _until("the topic it may not describe counted",
+            unknown = until("the topic it may not describe counted",
                              lambda: _series(job, "groupscope_topics_without_metadata")
                              .get(("default",)))
     finally:
@@ -206,12 +224,12 @@ def test_without_describe_on_the_source_topic_the_job_says_so_and_reads_it_once_
     try:
         with caplog.at_level(logging.INFO):
             job.start()
-            _until("the refusal reported", lambda: job.view.source_refusal)
+            until("the refusal reported", lambda: job.view.source_refusal)
             status, body = _healthz(job.view)
             denied = _series(job, "groupscope_source_access_denied")
             grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ")])
-            _until("the refusal cleared", lambda: job.view.source_refusal is None)
-            lag = _until("the lag once granted", lambda: {
+            until("the refusal cleared", lambda: job.view.source_refusal is None)
+            lag = until("the lag once granted", lambda: {
                 values[2:]: v for values, v in _series(job, "kafka_consumergroup_lag").items()
                 if values[1] == "sec-app"} or None)
     finally:
@@ -230,8 +248,6 @@ def test_without_read_on_the_source_topic_the_job_waits_for_the_grant(
         spark, secured_broker, estate, tmp_path, monkeypatch, caplog):
     """DESCRIBE but not READ: the query's read is refused. The job says which grant is missing,
     reports it, keeps serving, and starts the query again until it is granted; then it reads."""
-    import threading
-
     from streaming.job import lifecycle
 
     orders, _, log_topic = estate
@@ -243,35 +259,24 @@ def test_without_read_on_the_source_topic_the_job_waits_for_the_grant(
     grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "DESCRIBE"),
                                                 ("TOPIC", orders, "DESCRIBE")])
     job = _job(spark, tmp_path, bootstrap, log_topic, kafka)
-    stop = threading.Event()
-    outcome: list = []
-
-    def wait() -> None:
-        try:
-            job.wait(stop)
-            outcome.append(None)
-        except Exception as exc:  # reported below
-            outcome.append(exc)
-
-    waiter = threading.Thread(target=wait)
+    waiter = _Waiting(job)
     try:
         with caplog.at_level(logging.INFO):
             job.start()
             waiter.start()
-            refusal = _until("the refused read reported", lambda: job.view.source_refusal)
+            refusal = until("the refused read reported", lambda: job.view.source_refusal)
             status, body = _healthz(job.view)
             denied = _series(job, "groupscope_source_access_denied")
             grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ")])
-            lag = _until("the lag once granted", lambda: {
+            lag = until("the lag once granted", lambda: {
                 values[2:]: v for values, v in _series(job, "kafka_consumergroup_lag").items()
                 if values[1] == "sec-app"} or None, timeout_s=90)
             cleared = job.view.source_refusal
     finally:
-        stop.set()
-        waiter.join(timeout=60)
+        waiter.end()
         job.stop()
         revoke(secured_broker.plaintext, principal)
-    assert outcome == [None]  # the job never failed
+    assert waiter.outcome == [None]  # the job never failed
     assert refusal.startswith(f"this principal may not READ topic {log_topic} ")
     assert f"--operation Read --topic {log_topic}" in refusal and "\n" not in refusal
     assert status.startswith("503") and refusal.encode() in body and denied == {("default",): 1}
@@ -286,8 +291,6 @@ def test_a_read_revoked_while_the_job_runs_holds_it_until_granted_again(
     """The grant is taken back mid-run: the next micro-batch's read is refused and the query
     fails. The job does not end: it reports the refusal, starts the query again with backoff,
     and once READ is granted again reads what was committed meanwhile."""
-    import threading
-
     from streaming.job import lifecycle
 
     orders, _, log_topic = estate
@@ -299,41 +302,30 @@ def test_a_read_revoked_while_the_job_runs_holds_it_until_granted_again(
     describe = [("TOPIC", log_topic, "DESCRIBE"), ("TOPIC", orders, "DESCRIBE")]
     grant(secured_broker.plaintext, principal, [*describe, ("TOPIC", log_topic, "READ")])
     job = _job(spark, tmp_path, bootstrap, log_topic, kafka)
-    stop = threading.Event()
-    outcome: list = []
-
-    def wait() -> None:
-        try:
-            job.wait(stop)
-            outcome.append(None)
-        except Exception as exc:  # reported below
-            outcome.append(exc)
-
     def lag_of_partition_0():
         return _series(job, "kafka_consumergroup_lag").get(("default", "sec-app", orders, "0"))
 
-    waiter = threading.Thread(target=wait)
+    waiter = _Waiting(job)
     try:
         job.start().processAllAvailable()
         waiter.start()
-        assert _until("the first lag", lag_of_partition_0) == ENDS - COMMITTED[0]
+        assert until("the first lag", lag_of_partition_0) == ENDS - COMMITTED[0]
         revoke(secured_broker.plaintext, principal)
         grant(secured_broker.plaintext, principal, describe)
         time.sleep(1.0)  # the authorizer has the new ACLs
         produce_raw(secured_broker.plaintext, log_topic, [
             (partition_for("sec-app", LOG_PARTITIONS),
              *encode(offset_commit("sec-app", orders, 0, ENDS, T0 + 10_000)), T0 + 10_000)])
-        refusal = _until("the refused read reported", lambda: job.view.source_refusal)
+        refusal = until("the refused read reported", lambda: job.view.source_refusal)
         status, _ = _healthz(job.view)
         grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ")])
-        after = _until("the commit made meanwhile", lambda: lag_of_partition_0() == 0,
+        after = until("the commit made meanwhile", lambda: lag_of_partition_0() == 0,
                        timeout_s=90)
         cleared = job.view.source_refusal
     finally:
-        stop.set()
-        waiter.join(timeout=60)
+        waiter.end()
         job.stop()
         revoke(secured_broker.plaintext, principal)
     assert refusal.startswith(f"this principal may not READ topic {log_topic} ")
     assert status.startswith("503") and after and cleared is None
-    assert outcome == [None]  # the job never failed
+    assert waiter.outcome == [None]  # the job never failed

@@ -16,30 +16,37 @@ def _member(mid: str, *partitions: int, epoch: int | None = None) -> PolledMembe
                         None if epoch is None else tuple(("orders", p) for p in partitions))
 
 
-def _classic(*members: PolledMember, offsets=((("orders", 0, 7, -1, ""),))) -> PolledGroup:
-    return PolledGroup("app", "classic", "consumer", "range", "Stable" if members else "Empty",
-                       None, None, members, offsets)
+def _classic(*members: PolledMember, offsets=((("orders", 0, 7, -1, ""),)),
+             state: str | None = None) -> PolledGroup:
+    return PolledGroup("app", "classic", "consumer", "range",
+                       state or ("Stable" if members else "Empty"), None, None, members, offsets)
 
 
 def test_a_classic_groups_assignment_change_is_one_rebalance_with_its_moved_partitions():
     first, events = observe(_classic(_member("a", 0, 1), _member("b", 2, 3)), None, 1_000, None, 1)
-    assert events == [] and first["generation"] == 0 and first["state"] == "Stable"
-    assert first["offsets"] == [{"topic": "orders", "partition": 0, "offset": 7, "leader_epoch": -1,
-                                 "metadata": "", "commit_timestamp_ms": 1_000, "topic_id": None}]
+    assert events == [] and first.snapshot["generation"] == 0
+    assert first.snapshot["state"] == "Stable"
+    assert first.snapshot["offsets"] == [{"topic": "orders", "partition": 0, "offset": 7,
+                                          "leader_epoch": -1, "metadata": "",
+                                          "commit_timestamp_ms": 1_000, "topic_id": None}]
     same, events = observe(_classic(_member("a", 0, 1), _member("b", 2, 3)), first, 2_000, 1_000, 2)
-    assert events == [] and same["generation"] == 0
-    assert same["offsets"][0]["commit_timestamp_ms"] == 1_000  # unchanged: committed by then
+    assert events == [] and same.snapshot["generation"] == 0
+    assert same.snapshot["offsets"][0]["commit_timestamp_ms"] == 1_000  # committed by then
+    # A poll in the middle of the rebalance: members without partitions, no rebalance yet.
+    during, events = observe(_classic(_member("a"), state="PreparingRebalance"), same, 2_500,
+                             2_000, 3)
+    assert [e["event"] for e in events] == ["member_left"] and during.snapshot["generation"] == 0
     after, events = observe(_classic(_member("a", 0, 1, 2, 3),
-                                     offsets=(("orders", 0, 9, -1, ""),)), same, 3_000, 2_000, 3)
-    [left, rebalance] = events
-    assert left == {"event": "member_left", "group": "app", "timestamp_ms": 3_000,
-                    "partition": -1, "offset": 3, "member_id": "b"}
+                                     offsets=(("orders", 0, 9, -1, ""),)), during, 3_000, 2_500, 4)
+    [rebalance] = events
     assert rebalance["event"] == "rebalance" and rebalance["partitions_moved"] == [
         ["orders", 2], ["orders", 3]]
+    assert rebalance["members_left"] == ["b"]
     assert (rebalance["from_generation"], rebalance["to_generation"]) == (0, 1)
-    assert rebalance["start_ms"] == 2_000 and rebalance["duration_seconds"] is None
-    assert after["generation"] == 1 and after["last_rebalance"] == rebalance
-    assert after["offsets"][0]["commit_timestamp_ms"] == 3_000  # moved: dated at this poll
+    assert rebalance["start_ms"] == 2_500 and rebalance["duration_seconds"] is None
+    assert rebalance["offset"] == 4 and rebalance["partition"] == -1
+    assert after.snapshot["generation"] == 1 and after.snapshot["last_rebalance"] == rebalance
+    assert after.snapshot["offsets"][0]["commit_timestamp_ms"] == 3_000  # moved: at this poll
 
 
 def test_a_kip848_group_rebalances_when_its_epoch_rises():
@@ -48,7 +55,8 @@ def test_a_kip848_group_rebalances_when_its_epoch_rises():
                            members, ())
 
     first, _ = observe(modern(3, _member("a", 0, 1, epoch=3)), None, 1_000, None, 1)
-    assert first["generation"] == 3 and first["members"][0]["member_epoch"] == 3
+    assert first.snapshot["generation"] == 3
+    assert first.snapshot["members"][0]["member_epoch"] == 3
     _, events = observe(modern(3, _member("a", 0, 1, epoch=3)), first, 2_000, 1_000, 2)
     assert events == []
     _, events = observe(modern(5, _member("a", 0, epoch=5), _member("b", 1, epoch=5)), first,
