@@ -168,6 +168,7 @@ def _monitor_samples(name: str, t: float) -> list[Sample]:
     }
     single: dict[str, object] = {
         "groupscope_ready": 1,
+        "groupscope_source_up": 1,
         "groupscope_source_access_denied": 0,
         "groupscope_topics_without_metadata": 0,
         "groupscope_batch_duration_seconds": _histogram(10 + math.floor(t), 0.8),

@@ -203,16 +203,65 @@ class Config:
 # -- loading ----------------------------------------------------------------------------------
 
 def load_config(path: str | None = None, env: Mapping[str, str] | None = None) -> Config:
-    """The file at `path` (or $GROUPSCOPE_CONFIG; none: all defaults), then the environment."""
+    """The file at `path` (or $GROUPSCOPE_CONFIG; none: all defaults), then the environment.
+    With a `clusters` list, the first cluster's (`load_fleet` gives every one)."""
+    return load_fleet(path, env)[0]
+
+
+def load_fleet(path: str | None = None, env: Mapping[str, str] | None = None) -> list[Config]:
+    """Every cluster the config names. The top-level `clusters` list gives each a `name` and
+    `source` settings over the top-level `source` (its `kafka` settings merged key by key); each
+    keeps its checkpoint and history in a folder of its name under the top-level paths. Without
+    `clusters`, the one cluster the rest of the config describes."""
     env = os.environ if env is None else env
     path = path or env.get(CONFIG_PATH_VARIABLE)
     raw: dict = read_yaml(path) if path else {}
     for name, value in sorted(env.items()):
         if name.upper().startswith(ENV_PREFIX) and name.upper() not in _NOT_KEYS:
             _set_from_env(raw, name, value)
-    config = _build(Config, raw, "")
-    validate(config)
-    return config
+    entries = raw.pop("clusters", None)
+    if entries is None:
+        config = _build(Config, raw, "")
+        validate(config)
+        return [config]
+    if not isinstance(entries, list) or not entries:
+        raise UserError("config key clusters: expected a list of {name, source}, got "
+                        f"{_kind(entries)}")
+    configs, names = [], set()
+    for i, entry in enumerate(entries):
+        where = f"clusters[{i}]"
+        if not isinstance(entry, dict):
+            raise UserError(f"config key {where}: expected a mapping, got {_kind(entry)}")
+        unknown = sorted(str(k) for k in entry if k not in ("name", "source"))
+        if unknown:
+            raise UserError(f"unknown config key {where}.{unknown[0]} (known here: name, source)")
+        name = entry.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+            raise UserError(f"config key {where}.name: a name of letters, digits, '.', '_' and "
+                            f"'-' (it names folders and the cluster label)")
+        if name in names:
+            raise UserError(f"config key {where}.name: {name} is named twice")
+        names.add(name)
+        source = entry.get("source") or {}
+        if not isinstance(source, dict):
+            raise UserError(f"config key {where}.source: expected a mapping, got {_kind(source)}")
+        merged = {**raw, "cluster": {**(raw.get("cluster") or {}), "name": name}}
+        base_source = dict(raw.get("source") or {})
+        kafka = {**(base_source.get("kafka") or {}), **(source.get("kafka") or {})}
+        merged["source"] = {**base_source, **source, **({"kafka": kafka} if kafka else {})}
+        for section, default in (("checkpoint", "./checkpoints"), ("history", "./history")):
+            values = dict(raw.get(section) or {})
+            if "path" in values and values["path"] is None:
+                continue  # no history at all
+            values["path"] = os.path.join(values.get("path") or default, name)
+            merged[section] = values
+        try:
+            config = _build(Config, merged, "")
+            validate(config)
+        except UserError as exc:
+            raise UserError(f"{where} ({name}): {exc}") from None
+        configs.append(config)
+    return configs
 
 
 def read_yaml(path: str) -> dict:

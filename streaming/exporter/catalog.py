@@ -239,6 +239,8 @@ CATALOG: tuple[MetricFamily, ...] = (
        "How far the job is behind on each __consumer_offsets partition.", C + ("partition",)),
     _f("groupscope_ready", GAUGE,
        "1 once __consumer_offsets has been read up to the end seen at start.", C),
+    _f("groupscope_source_up", GAUGE,
+       "1 while the cluster answers (its last end-offset poll succeeded), else 0.", C),
     _f("groupscope_source_access_denied", GAUGE,
        "1 while this principal may not describe the source topic (the log names the ACL).", C),
     _f("groupscope_topics_without_metadata", GAUGE,

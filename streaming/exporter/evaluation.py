@@ -188,6 +188,7 @@ class Evaluator:
         for partition, lag in sorted(view.offsets_topic_lag.items()):
             progress.append(((c, str(partition)), lag))
         _out(sink, "groupscope_ready").append(((c,), 1 if view.ready else 0))
+        _out(sink, "groupscope_source_up").append(((c,), 1 if view.source_up else 0))
         _out(sink, "groupscope_source_access_denied").append(
             ((c,), 1 if view.source_refusal else 0))
         _out(sink, "groupscope_topics_without_metadata").append(((c,), view.topics_without_metadata))

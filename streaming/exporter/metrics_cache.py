@@ -21,6 +21,7 @@ which does, is for tests and tools).
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Iterator
 
 from streaming.exporter.evaluation import Evaluator, Sink, family_specs, lag_part, log_part
@@ -35,6 +36,29 @@ _GROUPS_PER_LOCK = 64  # groups evaluated per hold of the view's lock during a r
 # A rendered part: one slot per served family (in `MetricsCache.specs` order), b"" where the part
 # has no sample of that family (bytes, or a memoryview of Arrow's buffer for the lag part).
 FamilyChunks = tuple[bytes | memoryview, ...]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """One view's rendered exposition, as taken at one moment."""
+    states: list[FamilyChunks]
+    lag: FamilyChunks
+    topics: FamilyChunks
+    monitor: FamilyChunks
+    state_families: set[int]
+
+
+def pieces(headers: list[bytes], views: list[Parts]) -> Iterator[bytes]:
+    """The exposition of `views` (each with the same families) a family at a time: the text
+    format wants each family's samples together, whatever view they come from."""
+    for slot, header in enumerate(headers):
+        yield header
+        for parts in views:
+            if slot in parts.state_families:
+                yield b"".join([chunks[slot] for chunks in parts.states])
+            yield parts.lag[slot]
+            yield parts.topics[slot]
+            yield parts.monitor[slot]
 
 
 class MetricsCache:
@@ -117,6 +141,11 @@ class MetricsCache:
         """The whole exposition as UTF-8 pieces, up to date with every change the view has
         seen when it is called. The parts are taken under the lock; joining them happens as
         the pieces are read, a family at a time."""
+        return pieces(self._headers, [self.parts()])
+
+    def parts(self) -> "Parts":
+        """This view's rendered parts, up to date with every change it has seen (for
+        `pieces`, which joins several views' parts a family at a time: FleetCache)."""
         view = self.view
         with self._lock:
             with view.lock:
@@ -140,17 +169,7 @@ class MetricsCache:
             state_families = set(self._state_families)
         # Parts are never changed in place (a render replaces them), so the lists taken above
         # stay a consistent picture while a refresh goes on.
-        return self._pieces(states, lag, topics, monitor_chunks, state_families)
-
-    def _pieces(self, states: list[FamilyChunks], lag: FamilyChunks, topics: FamilyChunks,
-                monitor: FamilyChunks, state_families: set[int]) -> Iterator[bytes]:
-        for slot, header in enumerate(self._headers):
-            yield header
-            if slot in state_families:
-                yield b"".join([chunks[slot] for chunks in states])
-            yield lag[slot]
-            yield topics[slot]
-            yield monitor[slot]
+        return Parts(states, lag, topics, monitor_chunks, state_families)
 
     def _columns(self, families: list[ColumnFamily]) -> FamilyChunks:
         chunks = list(self._empty)
@@ -172,3 +191,23 @@ class MetricsCache:
             if samples:
                 chunks[slot[name]] = render_samples(specs[name], samples, labels).encode()
         return tuple(chunks)
+
+
+class FleetCache:
+    """The exposition of several clusters' views (`clusters` in the config), one MetricsCache
+    each: every family's header once, then its samples from every cluster. The views share the
+    metrics settings, so their families are the same."""
+
+    def __init__(self, caches: list[MetricsCache]) -> None:
+        self.caches = caches
+        self._headers = caches[0]._headers
+
+    @property
+    def views(self) -> list[MonitorView]:
+        return [cache.view for cache in self.caches]
+
+    def exposition(self) -> Iterator[bytes]:
+        return pieces(self._headers, [cache.parts() for cache in self.caches])
+
+    def text(self) -> str:
+        return b"".join(self.exposition()).decode("utf-8")

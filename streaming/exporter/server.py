@@ -48,8 +48,9 @@ class ExporterSettings:
 
 
 def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
-    """The WSGI application serving `/metrics` and `/healthz`."""
-    view = cache.view
+    """The WSGI application serving `/metrics` and `/healthz` (of one view, or of every
+    cluster's: FleetCache)."""
+    views = getattr(cache, "views", None) or [cache.view]
 
     def app(environ, start_response):
         if settings.username is not None and not _authorised(environ, settings):
@@ -58,16 +59,13 @@ def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
             return [b"unauthorised\n"]
         path = environ.get("PATH_INFO", "/")
         if path == "/healthz":
-            with view.lock:
-                ready, refusal = view.ready, view.source_refusal  # the view's lock is reentrant
-            if refusal:
-                start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
-                return [f"source not authorized: {refusal}\n".encode()]
-            if ready:
-                start_response("200 OK", [("Content-Type", "text/plain")])
-                return [b"ok\n"]
-            start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
-            return [b"catching up on __consumer_offsets\n"]
+            health = [(view.settings.cluster, _health(view)) for view in views]
+            healthy = all(said == "ok" for _, said in health)
+            start_response("200 OK" if healthy else "503 Service Unavailable",
+                           [("Content-Type", "text/plain")])
+            if len(health) == 1:
+                return [f"{health[0][1]}\n".encode()]
+            return ["".join(f"{cluster}: {said}\n" for cluster, said in health).encode()]
         if path in ("/metrics", "/"):
             pieces: Iterable[bytes] = cache.exposition()
             headers = [("Content-Type", CONTENT_TYPE)]
@@ -80,6 +78,17 @@ def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
         return [b"not found: try /metrics or /healthz\n"]
 
     return app
+
+
+def _health(view: MonitorView) -> str:
+    """"ok", or why the view is not to be trusted yet."""
+    with view.lock:
+        ready, refusal, up = view.ready, view.source_refusal, view.source_up
+    if refusal:
+        return f"source not authorized: {refusal}"
+    if not up:
+        return "source unreachable: the last end-offset poll failed (the log names the error)"
+    return "ok" if ready else "catching up on __consumer_offsets"
 
 
 def gzipped(pieces: Iterable[bytes]) -> Iterator[bytes]:

@@ -120,6 +120,7 @@ class MonitorView:
         # poller ("describe") or the query ("read"); and how many topics groups commit to have no
         # metadata this principal may see.
         self.source_refusals: dict[str, str] = {}
+        self.source_up = True  # False while the end-offset poller cannot reach the cluster
         self.topics_without_metadata = 0
         self.batch_duration = Histogram(FAST_BUCKETS)
         self.poll_duration = Histogram(FAST_BUCKETS)
@@ -204,6 +205,7 @@ class MonitorView:
                              observed_s)
             self._forget_unwanted_ends()
             self.ends_version += 1
+            self.source_up = True
             self.poll_duration.observe(poll_duration_s)
             self.last_poll_s = observed_s
             self.last_poll_duration_s = poll_duration_s
@@ -213,6 +215,7 @@ class MonitorView:
         with self.lock:
             self.poll_failures += 1
             self.poll_duration.observe(poll_duration_s)
+            self.source_up = False
 
     def update_topic_metadata(self, topic_names_by_id: Mapping[str, str],
                               partition_counts: Mapping[str, int]) -> None:

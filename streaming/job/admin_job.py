@@ -26,10 +26,12 @@ log = logging.getLogger("groupscope.admin")
 class AdminJob:
     def __init__(self, config: Config, view: MonitorView | None = None,
                  start_exporter: bool = True, start_poller: bool = True,
-                 client_factory: Callable[[], AdminGroups] | None = None) -> None:
+                 client_factory: Callable[[], AdminGroups] | None = None,
+                 metrics_cache=None) -> None:
         self.config = config
         self.view = view or MonitorView(view_settings(config))
         self._want_exporter, self._want_poller = start_exporter, start_poller
+        self._metrics_cache = metrics_cache  # another exporter's cache of this view (fleet.py)
         options = KafkaSourceOptions(bootstrap_servers=config.source.bootstrap_servers,
                                      client_options=dict(config.source.kafka))
         settings = options.kafka_python_config()  # a bad setting fails here, named
@@ -55,7 +57,8 @@ class AdminJob:
         if self._want_exporter:
             self.exporter = serve(self.view, exporter_settings(self.config))
         if self._want_poller:
-            refresh = self.exporter.cache.refresh_if_read if self.exporter is not None else None
+            cache = self.exporter.cache if self.exporter is not None else self._metrics_cache
+            refresh = cache.refresh_if_read if cache is not None else None
             self.poller = EndOffsetPoller(self.view, offsets_client_factory(self.config),
                                           poller_settings(self.config), clock=self.view.clock,
                                           on_poll=refresh).start()
@@ -114,7 +117,9 @@ class AdminJob:
             except Exception:
                 log.debug("closing the admin client failed", exc_info=True)
 
-    def wait(self, stop_event: threading.Event | None = None) -> None:
+    def wait(self, stop_event: threading.Event | None = None, keep_running: bool = True) -> None:
+        """Until stopped: a failed poll is retried at the next interval, whatever
+        `keep_running` says."""
         while not (stop_event is not None and stop_event.is_set()) and not self._stop.is_set():
             time.sleep(0.5)
 

@@ -308,7 +308,8 @@ class Job:
     def __init__(self, config: Config, spark=None, view: MonitorView | None = None,
                  source_df=None, progress_target: Callable[[], Mapping[int, int]] | None = None,
                  offsets_client_factory: Callable[[], Any] | None = None,
-                 start_exporter: bool = True, start_poller: bool = True) -> None:
+                 start_exporter: bool = True, start_poller: bool = True,
+                 metrics_cache: Any = None, query_name: str = "groupscope") -> None:
         self.config = config
         self.spark = spark
         self.view = view or MonitorView(view_settings(config))
@@ -317,6 +318,10 @@ class Job:
         self._offsets_client_factory = offsets_client_factory
         self._want_exporter = start_exporter
         self._want_poller = start_poller
+        # Another exporter's cache of this view (several clusters in one job, streaming/job/
+        # fleet.py): the end-offset poller refreshes it after each poll a scrape read.
+        self._metrics_cache = metrics_cache
+        self._query_name = query_name
         self.exporter = None
         self.poller = None
         self.query = None
@@ -381,7 +386,8 @@ class Job:
                 counted_through = written - history.batch_base
         if self._want_exporter:
             self.exporter = serve(self.view, exporter_settings(config))
-        refresh = self.exporter.cache.refresh_if_read if self.exporter is not None else None
+        cache = self.exporter.cache if self.exporter is not None else self._metrics_cache
+        refresh = cache.refresh_if_read if cache is not None else None
         if self._want_poller and self._offsets_client_factory is not None:
             self.poller = EndOffsetPoller(self.view, self._offsets_client_factory,
                                           poller_settings(config), clock=self.view.clock,
@@ -400,7 +406,7 @@ class Job:
         self.query = (self._stream.writeStream.foreachBatch(self.sink)
                       .option("checkpointLocation",
                               os.path.join(self.config.checkpoint.path, "query"))
-                      .trigger(**trigger).queryName("groupscope").start())
+                      .trigger(**trigger).queryName(self._query_name).start())
         query = self.query
         self.sink.query_active = lambda: query.isActive
         self._timing = BatchDurations(self.view, self.query).start()
@@ -429,7 +435,7 @@ class Job:
             self._progress_client.close()
             self._progress_client = None
 
-    def wait(self, stop_event: threading.Event | None = None) -> None:
+    def wait(self, stop_event: threading.Event | None = None, keep_running: bool = False) -> None:
         """Block until the query ends (or `stop_event` is set); re-raise a query failure.
 
         Once `stop_event` is set, a failure is the stop's: a service manager signals every
@@ -454,12 +460,21 @@ class Job:
                     return
                 raise RuntimeError(f"lost the Spark JVM: {exc}") from None
             refusal = _READ_REFUSAL.search(str(error)) if error is not None else None
-            if refusal is None or stopping():
+            if stopping() or error is None or (refusal is None and not keep_running):
                 break
-            self._wait_for_grant(refusal.group(0), retry_s, stop_event)
+            if refusal is not None:
+                self._wait_for_grant(refusal.group(0), retry_s, stop_event)
+            else:  # one cluster of several: the others go on, this one starts again
+                self._restart_after_failure(str(error), retry_s, stop_event)
             retry_s = min(retry_s * 2, REFUSED_RETRY_MAX_S)
         if error is not None and not stopping():
             raise RuntimeError(str(error))
+
+    def _restart_after_failure(self, error: str, retry_s: float,
+                               stop_event: threading.Event | None) -> None:
+        log.error("cluster %s: the streaming query failed (%s); starting it again in %.0f s",
+                  self.config.cluster.name, error.splitlines()[0] if error else "", retry_s)
+        self._pause_then_restart(retry_s, stop_event)
 
     def _wait_for_grant(self, refusal: str, retry_s: float,
                         stop_event: threading.Event | None) -> None:
@@ -469,6 +484,9 @@ class Job:
             log.error("groupscope source: %s; the query starts again every few minutes until "
                       "it is granted", refusal)
         self.view.set_source_refusal("read", refusal)
+        self._pause_then_restart(retry_s, stop_event)
+
+    def _pause_then_restart(self, retry_s: float, stop_event: threading.Event | None) -> None:
         if self._timing is not None:
             self._timing.stop()
             self._timing = None

@@ -11,7 +11,7 @@ import threading
 
 from streaming.errors import UserError
 from streaming.cli.commands.signals import spark_outside_the_process_group, stop_on_signals
-from streaming.config import load_config
+from streaming.config import load_fleet
 
 
 def register(subparsers) -> None:
@@ -27,7 +27,8 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from streaming.job.lifecycle import Job
 
-    config = load_config(args.config)
+    fleet = load_fleet(args.config)
+    config = fleet[0]
     # groupscope's own messages at INFO; the libraries' (kafka-python logs every connection it
     # opens and closes, py4j its callback server) only from WARNING.
     logging.basicConfig(level=logging.WARNING,
@@ -35,7 +36,20 @@ def run(args) -> int:
     log = logging.getLogger("groupscope")
     log.setLevel(logging.INFO)
     stop = stop_on_signals(threading.Event())  # a stop asked for while Spark starts counts too
-    if config.source.type == "simulator":
+    if len(fleet) > 1:  # several clusters: a query each, one exporter
+        from streaming.job.fleet import Fleet
+
+        try:
+            job = Fleet(fleet)
+        except ValueError as exc:
+            raise UserError(f"clusters: {exc}") from None
+        stop_job = job.stop
+        try:
+            with spark_outside_the_process_group():
+                job.start()
+        except OSError as exc:
+            raise UserError(f"cannot start: {exc}") from None
+    elif config.source.type == "simulator":
         # A demo source: every start runs the scenarios afresh (its capture file lives here).
         from streaming.cli.commands.demo import Demo
 
