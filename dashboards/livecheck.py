@@ -133,11 +133,12 @@ def wait_for_scrapes(api: PrometheusAPI, scrapes: int, timeout_s: float) -> None
 
 
 def discover_variables(api: PrometheusAPI) -> dict[str, str]:
-    """A cluster, and the group with the most rebalances, to fill single-value template variables."""
+    """A cluster (the first by name), and its group with the most rebalances, to fill
+    single-value template variables."""
     clusters = api.query("groupscope_ready")
     if not clusters:
         raise LiveCheckError("the target exports no groupscope_ready, so no cluster to check")
-    cluster = clusters[0]["metric"]["cluster"]
+    cluster = min(r["metric"]["cluster"] for r in clusters)
     busiest = api.query(f'topk(1, kafka_consumergroup_rebalances_total{{cluster="{cluster}"}})') or \
         api.query(f'kafka_consumergroup_info{{cluster="{cluster}"}}')
     if not busiest:
@@ -169,6 +170,13 @@ def check_queries(api: PrometheusAPI, variables: dict[str, str]) -> dict[str, in
         for rule in rules:
             queries[f"recording rule {rule.record}"] = rule.record
     return {label: _data_points(api.query(expr)) for label, expr in queries.items()}
+
+
+def clusters_shown(api: PrometheusAPI, variables: dict[str, str]) -> dict[str, set[str]]:
+    """For every dashboard query (with these variable values): the `cluster` labels of what it
+    returns, so that a panel can be checked to show the selected cluster only."""
+    return {label: {r["metric"]["cluster"] for r in api.query(expr) if "cluster" in r["metric"]}
+            for label, expr in resolved_queries(variables).items()}
 
 
 def problems_only_labels() -> frozenset[str]:

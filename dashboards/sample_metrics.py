@@ -193,30 +193,34 @@ def _samples(spec: MetricFamily, t: float, now: float) -> list[Sample]:
     return _group_samples(name, t, now)
 
 
-def _labels_text(labels: Labels) -> str:
-    return ",".join(f'{k}="{v}"' for k, v in {"cluster": CLUSTER, **labels}.items())
+def _labels_text(cluster: str, labels: Labels) -> str:
+    return ",".join(f'{k}="{v}"' for k, v in {"cluster": cluster, **labels}.items())
 
 
-def _lines(spec: MetricFamily, labels: Labels, value: object) -> Iterator[str]:
+def _lines(spec: MetricFamily, cluster: str, labels: Labels, value: object) -> Iterator[str]:
     if spec.kind != HISTOGRAM:
-        yield f"{spec.exposed_name}{{{_labels_text(labels)}}} {float(value)!r}"
+        yield f"{spec.exposed_name}{{{_labels_text(cluster, labels)}}} {float(value)!r}"
         return
     assert isinstance(value, dict)
     for key, v in value.items():
         if key.startswith("le="):
             le = key[3:]
             le_text = "+Inf" if le == "inf" else le
-            yield f'{spec.name}_bucket{{{_labels_text(dict(labels, le=le_text))}}} {float(v)!r}'
-    yield f"{spec.name}_sum{{{_labels_text(labels)}}} {float(value['sum'])!r}"
-    yield f"{spec.name}_count{{{_labels_text(labels)}}} {float(value['count'])!r}"
+            yield (f'{spec.name}_bucket{{{_labels_text(cluster, dict(labels, le=le_text))}}} '
+                   f'{float(v)!r}')
+    yield f"{spec.name}_sum{{{_labels_text(cluster, labels)}}} {float(value['sum'])!r}"
+    yield f"{spec.name}_count{{{_labels_text(cluster, labels)}}} {float(value['count'])!r}"
 
 
-def render(elapsed_seconds: float, now_seconds: float) -> str:
-    """The exposition text at `elapsed_seconds` after start, with timestamps relative to now."""
+def render(elapsed_seconds: float, now_seconds: float, clusters: tuple[str, ...] = (CLUSTER,)) -> str:
+    """The exposition text at `elapsed_seconds` after start, with timestamps relative to now:
+    the same groups in each of `clusters`, as one job watching several clusters serves them."""
     out = []
     for spec in served_families(granularity=PARTITION):
         out.append(f"# HELP {spec.exposed_name} {spec.help}")
         out.append(f"# TYPE {spec.exposed_name} {spec.kind}")
-        for labels, value in _samples(spec, elapsed_seconds, now_seconds):
-            out.extend(_lines(spec, labels, value))
+        samples = _samples(spec, elapsed_seconds, now_seconds)
+        for cluster in clusters:
+            for labels, value in samples:
+                out.extend(_lines(spec, cluster, labels, value))
     return "\n".join(out) + "\n"

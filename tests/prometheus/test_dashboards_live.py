@@ -16,12 +16,16 @@ import pytest
 
 from dashboards.boards import PROBLEMS_ONLY
 from dashboards.livecheck import (
-    check_queries, discover_variables, problems_only_labels, prometheus_binary, running_prometheus,
+    check_queries, clusters_shown, discover_variables, problems_only_labels, prometheus_binary,
+    running_prometheus,
     wait_for_scrapes,
 )
 from dashboards.queries import all_queries
-from dashboards.sample_metrics import TROUBLED, render
+from dashboards.sample_metrics import CLUSTER, TROUBLED, render
 
+# One job watching two clusters serves both (streaming/job/fleet.py): every panel must show the
+# selected one only.
+CLUSTERS = (CLUSTER, "demo-east")
 pytestmark = pytest.mark.skipif(prometheus_binary() is None,
                                 reason="prometheus not installed (run scripts/ensure-promtool.sh as root)")
 
@@ -33,7 +37,7 @@ class _SamplePage(BaseHTTPRequestHandler):
         if self.path != "/metrics":
             self.send_error(404)
             return
-        body = render(time.time() - self.started, time.time()).encode()
+        body = render(time.time() - self.started, time.time(), CLUSTERS).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
         self.send_header("Content-Length", str(len(body)))
@@ -75,6 +79,20 @@ def test_problem_only_panels_exist_and_have_data_in_the_troubled_sample(promethe
     assert PROBLEMS_ONLY <= titles
     counts = check_queries(prometheus, discover_variables(prometheus))
     assert problems_only_labels() and all(counts[label] > 0 for label in problems_only_labels())
+
+
+def test_every_panel_shows_the_selected_cluster_only(prometheus):
+    for cluster in CLUSTERS:
+        variables = {"cluster": cluster, "group": TROUBLED.name}
+        counts = check_queries(prometheus, variables)
+        empty = sorted(label for label, n in counts.items()
+                       if n == 0 and label not in problems_only_labels())
+        assert not empty, f"{cluster}: queries without data:\n" + "\n".join(empty)
+        shown = clusters_shown(prometheus, variables)
+        # The cluster selector itself lists every cluster; every panel shows the chosen one.
+        assert {label for label, found in shown.items()
+                if found - {cluster} and not label.endswith("variable 'cluster'")} == set(), cluster
+        assert any(found == {cluster} for found in shown.values())
 
 
 def test_the_check_notices_queries_without_data(prometheus):
