@@ -32,9 +32,11 @@ TIMEOUT_S = 90
 Side = dict[str, Any]  # {"state", "epoch", "assignment_epoch", "members": {id: (client, tasks, epoch)}}
 
 
-@pytest.fixture()
-def job(broker, tmp_path):
-    running = start_groupscope_job(broker.bootstrap, tmp_path / "job")
+@pytest.fixture(scope="module")
+def job(broker, tmp_path_factory):
+    """One job for the module: each test watches groups of its own, and a job's start (a new
+    driver and JVM) is most of a test's time."""
+    running = start_groupscope_job(broker.bootstrap, tmp_path_factory.mktemp("job"))
     yield running
     running.stop()
 
