@@ -172,6 +172,10 @@ _NO_EQUIVALENT = {
     "ssl.keystore.certificate.chain": "write the key and certificate to a PEM file: "
                                       "ssl.keystore.location with ssl.keystore.type PEM",
 }
+# Settings of a Java client's properties that tune what groupscope's Python clients do not do
+# (a producer's, the Java DNS resolver's): copied along with the rest, they change nothing here.
+_JAVA_ONLY = {"client.dns.lookup", "acks", "linger.ms", "batch.size", "compression.type",
+              "enable.idempotence", "retries", "delivery.timeout.ms"}
 _HANDLED = {"sasl.jaas.config", "ssl.truststore.location", "ssl.truststore.type",
             "ssl.truststore.password", "ssl.truststore.certificates", "ssl.keystore.location",
             "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
@@ -187,7 +191,7 @@ def kafka_python_settings(settings: Mapping[str, str], known: Mapping[str, Any])
     for name, value in settings.items():
         if name in _NO_EQUIVALENT:
             raise SettingError(f"kafka.{name}: no equivalent in kafka-python; {_NO_EQUIVALENT[name]}")
-        if name in _HANDLED:
+        if name in _HANDLED or name in _JAVA_ONLY:
             continue
         key = _KAFKA_PYTHON_NAMES.get(name, name.replace(".", "_"))
         if key not in known:

@@ -92,6 +92,12 @@ def test_stores_that_cannot_be_used_say_what_to_do(tls, tmp_path):
     assert "ssl.truststore.password" in str(wrong.value) and "not-it" not in str(wrong.value)
 
 
+def test_a_java_clients_producer_and_dns_settings_change_nothing_here():
+    assert cs.kafka_python_settings({"client.dns.lookup": "use_all_dns_ips", "acks": "all",
+                                     "session.timeout.ms": "45000"}, KNOWN) == {
+        "session_timeout_ms": 45000}
+
+
 def test_settings_without_an_equivalent_are_refused_by_name_without_their_value():
     with pytest.raises(cs.SettingError, match="kafka.sasl.login.callback.handler.class: no "
                                               "equivalent.*source.type kafka"):
