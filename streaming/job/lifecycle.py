@@ -392,7 +392,9 @@ class Job:
             self.poller = EndOffsetPoller(self.view, self._offsets_client_factory,
                                           poller_settings(config), clock=self.view.clock,
                                           on_poll=refresh,
-                                          source_topic=config.source.topic).start()
+                                          source_topic=config.source.topic
+                                          if config.source.type in ("kafka-python", "kafka")
+                                          else None).start()
         progress = OffsetsTopicProgress(self._progress_target,
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
         progress.refresh_target()
