@@ -17,7 +17,8 @@ from typing import Callable, Iterable
 
 from streaming.gc_pause import collector_paused
 from streaming.exporter.view import MonitorView, TopicPartition
-from streaming.kafka.offsets import NotAuthorized, OffsetsClient, not_authorized_to_read
+from streaming.kafka.offsets import (NotAuthorized, OffsetsClient, close_quietly,
+                                     not_authorized_to_read)
 
 log = logging.getLogger("groupscope.endoffsets")
 
@@ -150,11 +151,7 @@ class EndOffsetPoller:
     def _drop_client(self) -> None:
         client, self._client = self._client, None
         self._metadata_at = None
-        if client is not None:
-            try:
-                client.close()
-            except Exception:
-                log.debug("closing the offsets client failed", exc_info=True)
+        close_quietly(client, "offsets client")
 
     def start(self) -> "EndOffsetPoller":
         if self._thread is not None:

@@ -18,6 +18,7 @@ from streaming.config import Config
 from streaming.exporter.view import MonitorView
 from streaming.job.settings import exporter_settings, poller_settings, view_settings
 from streaming.kafka.admin_groups import AdminGroups
+from streaming.kafka.offsets import close_quietly
 from streaming.sources.kafka_options import KafkaSourceOptions
 
 log = logging.getLogger("groupscope.admin")
@@ -111,11 +112,7 @@ class AdminJob:
 
     def _drop_client(self) -> None:
         client, self._client = self._client, None
-        if client is not None:
-            try:
-                client.close()
-            except Exception:
-                log.debug("closing the admin client failed", exc_info=True)
+        close_quietly(client, "admin client")
 
     def wait(self, stop_event: threading.Event | None = None, keep_running: bool = True) -> None:
         """Until stopped: a failed poll is retried at the next interval, whatever

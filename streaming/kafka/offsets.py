@@ -9,6 +9,7 @@ request per partition leader; `earliest`/`latest` are the one-topic forms the so
 from __future__ import annotations
 
 import base64
+import logging
 import uuid
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -82,6 +83,17 @@ class OffsetsClient(ABC):
 
     def latest(self, topic: str, partitions: list[int]) -> dict[int, int]:
         return _of_topic(self.end_offsets([(topic, p) for p in partitions]))
+
+
+def close_quietly(client, what: str) -> None:
+    """Close a client being dropped (after a failure, or at a stop): a failure to close it says
+    nothing new, and must not hide what made the caller drop it."""
+    if client is None:
+        return
+    try:
+        client.close()
+    except Exception:
+        logging.getLogger("groupscope.kafka").debug("closing the %s failed", what, exc_info=True)
 
 
 def _of_topic(offsets: Mapping[TopicPartition, int]) -> dict[int, int]:

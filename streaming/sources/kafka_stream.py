@@ -19,7 +19,8 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from streaming.sources.kafka_options import KafkaSourceOptions, parse_options
-from streaming.kafka.offsets import NotAuthorized, not_authorized_to_read, offsets_client
+from streaming.kafka.offsets import (NotAuthorized, close_quietly, not_authorized_to_read,
+                                     offsets_client)
 from streaming.kafka.offset_ranges import (EARLIEST, LATEST, OffsetRange, PartitionOffsets,
                                              from_offset_dict, limit_end, pack_ranges,
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
@@ -88,11 +89,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _drop_client(self) -> None:
         client, self._client = self._client, None
-        if client is not None:
-            try:
-                client.close()
-            except Exception:
-                pass
+        close_quietly(client, "offsets client")
 
     def _partitions(self) -> list[int]:
         try:

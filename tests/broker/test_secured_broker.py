@@ -106,6 +106,16 @@ def token_endpoint(secured_broker):
     server.shutdown()
 
 
+@pytest.fixture
+def secret_file(secured_broker, tmp_path, monkeypatch):
+    """The SCRAM password in a file (with the newline editors add), the stores' password in the
+    environment: what `${file:...}` and `${env:...}` in the settings name."""
+    path = tmp_path / "scram-password"
+    path.write_text(secured_broker.scram_password + "\n")
+    monkeypatch.setenv("GS_TEST_STORE_PASSWORD", STORE_PASSWORD)
+    return path
+
+
 @pytest.fixture(scope="module")
 def estate(broker):
     """A consumed topic, a topic no principal may describe, and an offsets log (an ordinary
@@ -176,12 +186,9 @@ def _healthz(view) -> tuple[str, bytes]:
 
 @pytest.mark.parametrize("way", ["scram", "mtls", "oauthbearer", "oauth-client-credentials"])
 def test_the_readmes_grants_are_enough_for_the_source_and_the_lag(spark, secured_broker, estate,
-                                                                  tmp_path, monkeypatch, caplog,
+                                                                  tmp_path, secret_file, caplog,
                                                                   token_endpoint, way):
     orders, hidden, log_topic = estate
-    secret_file = tmp_path / "scram-password"
-    secret_file.write_text(secured_broker.scram_password + "\n")
-    monkeypatch.setenv("GS_TEST_STORE_PASSWORD", STORE_PASSWORD)
     endpoint, answered = token_endpoint
     bootstrap, kafka, principal = _java_settings(way, secured_broker, secret_file, endpoint)
     # README, Security: READ on the source topic, DESCRIBE on the topics groups consume.
@@ -213,11 +220,8 @@ def test_the_readmes_grants_are_enough_for_the_source_and_the_lag(spark, secured
 
 
 def test_without_describe_on_the_source_topic_the_job_says_so_and_reads_it_once_granted(
-        spark, secured_broker, estate, tmp_path, monkeypatch, caplog):
+        spark, secured_broker, estate, tmp_path, secret_file, caplog):
     orders, _, log_topic = estate
-    secret_file = tmp_path / "scram-password"
-    secret_file.write_text(secured_broker.scram_password)
-    monkeypatch.setenv("GS_TEST_STORE_PASSWORD", STORE_PASSWORD)
     bootstrap, kafka, principal = _java_settings("scram", secured_broker, secret_file)
     grant(secured_broker.plaintext, principal, [("TOPIC", orders, "DESCRIBE")])
     job = _job(spark, tmp_path, bootstrap, log_topic, kafka)
@@ -245,15 +249,12 @@ def test_without_describe_on_the_source_topic_the_job_says_so_and_reads_it_once_
 
 
 def test_without_read_on_the_source_topic_the_job_waits_for_the_grant(
-        spark, secured_broker, estate, tmp_path, monkeypatch, caplog):
+        spark, secured_broker, estate, tmp_path, secret_file, monkeypatch, caplog):
     """DESCRIBE but not READ: the query's read is refused. The job says which grant is missing,
     reports it, keeps serving, and starts the query again until it is granted; then it reads."""
     from streaming.job import lifecycle
 
     orders, _, log_topic = estate
-    secret_file = tmp_path / "scram-password"
-    secret_file.write_text(secured_broker.scram_password)
-    monkeypatch.setenv("GS_TEST_STORE_PASSWORD", STORE_PASSWORD)
     monkeypatch.setattr(lifecycle, "REFUSED_RETRY_S", 1.0)
     bootstrap, kafka, principal = _java_settings("scram", secured_broker, secret_file)
     grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "DESCRIBE"),
@@ -287,16 +288,13 @@ def test_without_read_on_the_source_topic_the_job_waits_for_the_grant(
 
 
 def test_a_read_revoked_while_the_job_runs_holds_it_until_granted_again(
-        spark, secured_broker, estate, tmp_path, monkeypatch):
+        spark, secured_broker, estate, tmp_path, secret_file, monkeypatch):
     """The grant is taken back mid-run: the next micro-batch's read is refused and the query
     fails. The job does not end: it reports the refusal, starts the query again with backoff,
     and once READ is granted again reads what was committed meanwhile."""
     from streaming.job import lifecycle
 
     orders, _, log_topic = estate
-    secret_file = tmp_path / "scram-password"
-    secret_file.write_text(secured_broker.scram_password)
-    monkeypatch.setenv("GS_TEST_STORE_PASSWORD", STORE_PASSWORD)
     monkeypatch.setattr(lifecycle, "REFUSED_RETRY_S", 1.0)
     bootstrap, kafka, principal = _java_settings("scram", secured_broker, secret_file)
     describe = [("TOPIC", log_topic, "DESCRIBE"), ("TOPIC", orders, "DESCRIBE")]
