@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from tests.support.records_support import without_embedded
-from coordinator.records import EncodeError, Record, decode, encode
+from coordinator.records import DecodeError, EncodeError, Record, decode, encode
 from coordinator.records.layouts import KEYS, TYPE_NAMES, VALUES
 from coordinator.records.schema import (Array, Bool, Bytes, Int, Nullable, String, Struct, Uuid,
                                         uuid_to_str)
@@ -56,6 +56,14 @@ def struct_strategy(draw, t: Struct, flexible: bool, top_level_version: int | No
     return d
 
 
+def _reads_whole(layout, value: bytes) -> bool:
+    """Whether `layout` reads all of the value's bytes: the decoder then takes it."""
+    try:
+        return layout.codec.read_into(value, 2, {"version": 0}) == len(value)
+    except DecodeError:
+        return False
+
+
 CASES = [(t, v, i) for t, versions in VALUES.items() for v, layouts in versions.items()
          for i in range(len(layouts))]
 
@@ -85,7 +93,7 @@ def test_random_canonical_records_round_trip(case, data):
     if index > 0:
         # An older layout sharing a version number: realistic records never also fit a newer
         # layout, but random ones occasionally do; the decoder then (correctly) prefers the newer.
-        assume(rec.value.keys() - {"unknown_tagged_fields"} <= layout.codec.allowed | {"version"})
+        assume(not any(_reads_whole(newer, vb) for newer in layouts[:index]))
     assert rec.type == t and rec.type_name == TYPE_NAMES[t]
     assert rec.key == key
     assert without_embedded(rec.value) == value
