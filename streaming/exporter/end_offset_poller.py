@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 from streaming.gc_pause import collector_paused
 from streaming.exporter.view import MonitorView, TopicPartition
 from streaming.kafka.offsets import (NotAuthorized, OffsetsClient, close_quietly,
-                                     not_authorized_to_read)
+                                     readable_partitions)
 
 log = logging.getLogger("groupscope.endoffsets")
 
@@ -92,11 +92,8 @@ class EndOffsetPoller:
         if self._source_topic is None:
             return
         try:
-            partitions = client.partitions(self._source_topic)
-            if partitions and not self._may_read:
-                if not client.may_read(self._source_topic, partitions[0]):
-                    raise not_authorized_to_read(self._source_topic)
-                self._may_read = True
+            partitions = readable_partitions(client, self._source_topic, self._may_read)
+            self._may_read = self._may_read or bool(partitions)
             refusal = None
         except NotAuthorized as exc:
             refusal = str(exc)

@@ -87,6 +87,11 @@ class MetricsCache:
         # not held up by it.
         self._lock = threading.RLock()
 
+    @property
+    def views(self) -> list[MonitorView]:
+        """The views served (one here; FleetCache has one per cluster)."""
+        return [self.view]
+
     @collector_paused()  # it builds a lot and keeps it: see streaming.gc_pause
     def refresh(self) -> None:
         """Evaluate and render the lag part and the end offsets again, and the state of every

@@ -50,7 +50,7 @@ class ExporterSettings:
 def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
     """The WSGI application serving `/metrics` and `/healthz` (of one view, or of every
     cluster's: FleetCache)."""
-    views = getattr(cache, "views", None) or [cache.view]
+    views = cache.views
 
     def app(environ, start_response):
         if settings.username is not None and not _authorised(environ, settings):

@@ -117,8 +117,9 @@ class AdminJob:
     def wait(self, stop_event: threading.Event | None = None, keep_running: bool = True) -> None:
         """Until stopped: a failed poll is retried at the next interval, whatever
         `keep_running` says."""
-        while not (stop_event is not None and stop_event.is_set()) and not self._stop.is_set():
-            time.sleep(0.5)
+        stop_event = stop_event or threading.Event()
+        while not self._stop.is_set() and not stop_event.wait(0.5):
+            pass
 
     def stop(self) -> None:
         self._stop.set()

@@ -31,18 +31,29 @@ READ_REFUSED = "may not READ topic"
 
 
 def not_authorized_to_read(topic: str) -> NotAuthorized:
-    return NotAuthorized(
-        f"this principal {READ_REFUSED} {topic} (TOPIC_AUTHORIZATION_FAILED): grant it READ on "
-        f"the topic, e.g. kafka-acls.sh --add --allow-principal User:<name> --operation Read "
-        f"--topic {topic}{_OR_ADMIN if topic == OFFSETS_TOPIC else ''}")
+    return _refused("READ", topic)
 
 
 def not_authorized_to_describe(topic: str) -> NotAuthorized:
+    return _refused("DESCRIBE", topic)
+
+
+def _refused(operation: str, topic: str) -> NotAuthorized:
+    """Either way the grant to ask for is READ (which includes DESCRIBE)."""
     return NotAuthorized(
-        f"this principal may not DESCRIBE topic {topic} (TOPIC_AUTHORIZATION_FAILED): grant it "
-        f"READ on the topic (which includes DESCRIBE), e.g. kafka-acls.sh --add --allow-principal "
-        f"User:<name> --operation Read --topic {topic}"
+        f"this principal may not {operation} topic {topic} (TOPIC_AUTHORIZATION_FAILED): grant "
+        f"it READ on the topic{' (which includes DESCRIBE)' if operation != 'READ' else ''}, "
+        f"e.g. kafka-acls.sh --add --allow-principal User:<name> --operation Read --topic {topic}"
         f"{_OR_ADMIN if topic == OFFSETS_TOPIC else ''}")
+
+
+def readable_partitions(client: "OffsetsClient", topic: str, read_checked: bool) -> list[int]:
+    """The topic's partitions ([] when it does not exist yet), or NotAuthorized when the
+    principal may not describe it or, unless `read_checked`, may not fetch from it."""
+    partitions = client.partitions(topic)
+    if partitions and not read_checked and not client.may_read(topic, partitions[0]):
+        raise not_authorized_to_read(topic)
+    return partitions
 
 
 OFFSETS_TOPIC = "__consumer_offsets"

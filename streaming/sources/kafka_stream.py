@@ -19,8 +19,8 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from streaming.sources.kafka_options import KafkaSourceOptions, parse_options
-from streaming.kafka.offsets import (NotAuthorized, close_quietly, not_authorized_to_read,
-                                     offsets_client)
+from streaming.kafka.offsets import (NotAuthorized, close_quietly, offsets_client,
+                                     readable_partitions)
 from streaming.kafka.offset_ranges import (EARLIEST, LATEST, OffsetRange, PartitionOffsets,
                                              from_offset_dict, limit_end, pack_ranges,
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
@@ -93,13 +93,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _partitions(self) -> list[int]:
         try:
-            partitions = self._offsets().partitions(self.options.topic)
-            if partitions and not self._may_read:
-                # Planning reads that will be refused would fail the query's tasks, each with
-                # Spark's stack traces: ask first, and wait like for a missing topic.
-                if not self._offsets().may_read(self.options.topic, partitions[0]):
-                    raise not_authorized_to_read(self.options.topic)
-                self._may_read = True
+            # Planning reads that will be refused would fail the query's tasks, each with
+            # Spark's stack traces: ask first, and wait like for a missing topic.
+            partitions = readable_partitions(self._offsets(), self.options.topic, self._may_read)
+            self._may_read = self._may_read or bool(partitions)
         except NotAuthorized as exc:
             # Wait, as for a topic not created yet: the ACL may be granted while the job runs,
             # and failing would only restart it into the same refusal. The driver's end-offset

@@ -24,9 +24,24 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args) -> int:
+def _job(fleet: list):
+    """What runs the config: a query per cluster (several clusters), an Admin API poller
+    (`source.type: admin`, no Spark) or the streaming job."""
+    from streaming.job.admin_job import AdminJob
+    from streaming.job.fleet import Fleet
     from streaming.job.lifecycle import Job
 
+    try:
+        if len(fleet) > 1:
+            return Fleet(fleet)
+        if fleet[0].source.type == "admin":
+            return AdminJob(fleet[0])
+        return Job(fleet[0])
+    except ValueError as exc:  # a client setting that cannot be used, named
+        raise UserError(f"{'clusters' if len(fleet) > 1 else 'source'}: {exc}") from None
+
+
+def run(args) -> int:
     fleet = load_fleet(args.config)
     config = fleet[0]
     # groupscope's own messages at INFO; the libraries' (kafka-python logs every connection it
@@ -36,20 +51,7 @@ def run(args) -> int:
     log = logging.getLogger("groupscope")
     log.setLevel(logging.INFO)
     stop = stop_on_signals(threading.Event())  # a stop asked for while Spark starts counts too
-    if len(fleet) > 1:  # several clusters: a query each, one exporter
-        from streaming.job.fleet import Fleet
-
-        try:
-            job = Fleet(fleet)
-        except ValueError as exc:
-            raise UserError(f"clusters: {exc}") from None
-        stop_job = job.stop
-        try:
-            with spark_outside_the_process_group():
-                job.start()
-        except OSError as exc:
-            raise UserError(f"cannot start: {exc}") from None
-    elif config.source.type == "simulator":
+    if config.source.type == "simulator" and len(fleet) == 1:
         # A demo source: every start runs the scenarios afresh (its capture file lives here).
         from streaming.cli.commands.demo import Demo
 
@@ -57,20 +59,8 @@ def run(args) -> int:
         os.makedirs(work_dir, exist_ok=True)
         demo = Demo(config, work_dir).start()
         job, stop_job = demo.job, demo.stop
-    elif config.source.type == "admin":  # no Spark: a thread polls the Admin API
-        from streaming.job.admin_job import AdminJob
-
-        try:
-            job = AdminJob(config)
-        except ValueError as exc:  # a client setting that cannot be used, named
-            raise UserError(f"source: {exc}") from None
-        stop_job = job.stop
-        try:
-            job.start()
-        except OSError as exc:
-            raise UserError(f"cannot start: {exc}") from None
     else:
-        job = Job(config)
+        job = _job(fleet)
         stop_job = job.stop
         try:
             with spark_outside_the_process_group():
