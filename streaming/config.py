@@ -63,7 +63,7 @@ SOURCE_CLIENTS = ("kafka-python", "confluent")
 class SourceConfig:
     type: str = _key("kafka-python", "kafka-python (groupscope's own source), kafka (Spark's "
                      "built-in source, needs the spark-sql-kafka package), admin (polls the Admin "
-                     "API, for clusters whose __consumer_offsets cannot be read: README, Managed "
+                     "API, for clusters whose __consumer_offsets cannot be read: docs/operations.md, Managed "
                      "Kafka), replay (a capture file) or "
                      "simulator (the coordinator simulator, live: `groupscope demo`)")
     bootstrap_servers: str = _key("127.0.0.1:9092", "Kafka bootstrap servers, comma-separated")
@@ -78,7 +78,7 @@ class SourceConfig:
     kafka: dict[str, str] = _key({}, "Kafka client settings, as a Java client's properties "
                                  "(security.protocol, sasl.mechanism, sasl.jaas.config, "
                                  "ssl.truststore.*, ssl.keystore.*); values may name secrets as "
-                                 "${env:NAME}, ${file:PATH} or ${file:PATH:KEY} (README, Security)")
+                                 "${env:NAME}, ${file:PATH} or ${file:PATH:KEY} (docs/operations.md, Security)")
     replay_path: Union[str, None] = _key(None, "capture file read by the replay source")
     admin_interval: float = _duration(10.0, "source.type admin: how often groups and their "
                                       "offsets are polled")

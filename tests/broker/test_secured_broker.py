@@ -1,6 +1,6 @@
 """groupscope against a secured Kafka 4.4 broker with the standard authorizer: SASL_SSL with
 SCRAM-SHA-512, mutual TLS and SASL OAUTHBEARER (tests/support/secured_kafka.py), each principal
-granted only what the README's Security section lists. The client settings are the Java
+granted only what the Security section of docs/operations.md lists. The client settings are the Java
 client's (JAAS lines, PKCS12 stores, secrets by reference). With those grants the job reads its
 source and serves the right lag; without DESCRIBE on its source topic it says which ACL is
 missing, in one line, reports it in /healthz and a metric, and reads the topic once granted; a
@@ -191,7 +191,7 @@ def test_the_readmes_grants_are_enough_for_the_source_and_the_lag(spark, secured
     orders, hidden, log_topic = estate
     endpoint, answered = token_endpoint
     bootstrap, kafka, principal = _java_settings(way, secured_broker, secret_file, endpoint)
-    # README, Security: READ on the source topic, DESCRIBE on the topics groups consume.
+    # docs/operations.md, Security: READ on the source topic, DESCRIBE on the topics groups consume.
     grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ"),
                                                 ("TOPIC", orders, "DESCRIBE")])
     job = _job(spark, tmp_path, bootstrap, log_topic, kafka)

@@ -5,7 +5,7 @@ default source (`kafka-python`) from the same `__consumer_offsets`, which real c
 (Kafka's VerifiableConsumer, one classic and one KIP-848) wrote.
 
 Both sources connect over SASL_SSL (SCRAM-SHA-512) as a principal with only the grants the
-README's Security section lists for them, with the same Java client settings (a JAAS line, a
+Security section of docs/operations.md lists for them, with the same Java client settings (a JAAS line, a
 PKCS12 truststore, secrets by reference).
 
 `spark.jars` is read when the driver JVM starts, so the job runs in a new Python process with a
