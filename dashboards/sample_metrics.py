@@ -168,6 +168,7 @@ def _monitor_samples(name: str, t: float) -> list[Sample]:
     }
     single: dict[str, object] = {
         "groupscope_ready": 1,
+        "groupscope_seeded_groups": 0,
         "groupscope_source_up": 1,
         "groupscope_source_access_denied": 0,
         "groupscope_topics_without_metadata": 0,

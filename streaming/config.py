@@ -82,6 +82,9 @@ class SourceConfig:
     replay_path: Union[str, None] = _key(None, "capture file read by the replay source")
     admin_interval: float = _duration(10.0, "source.type admin: how often groups and their "
                                       "offsets are polled")
+    admin_seed: bool = _key(True, "kafka-python and kafka sources: at launch, serve the groups "
+                            "as the Admin API shows them until __consumer_offsets has been read "
+                            "(groupscope_seeded_groups counts them; needs DESCRIBE on the groups)")
     partitions: list[int] = _key([], "only these partitions of the topic (empty: all): a shard "
                                  "of the estate, since Kafka keeps every record of a group in one "
                                  "partition (docs/operations.md)")

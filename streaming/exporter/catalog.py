@@ -239,6 +239,9 @@ CATALOG: tuple[MetricFamily, ...] = (
        "How far the job is behind on each __consumer_offsets partition.", C + ("partition",)),
     _f("groupscope_ready", GAUGE,
        "1 once __consumer_offsets has been read up to the end seen at start.", C),
+    _f("groupscope_seeded_groups", GAUGE,
+       "Groups served as the Admin API showed them at launch, not yet read from "
+       "__consumer_offsets (source.admin_seed); 0 once the job is ready.", C),
     _f("groupscope_source_up", GAUGE,
        "1 while the cluster answers (its last end-offset poll succeeded), else 0.", C),
     _f("groupscope_source_access_denied", GAUGE,

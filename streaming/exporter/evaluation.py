@@ -129,10 +129,12 @@ class Evaluator:
 
     def _info(self, group: GroupRecord, snapshot: dict[str, Any], sink: Sink) -> None:
         c, name = self.cluster, group.name
+        # Unknown (None) to the Admin API's look (source.type admin, the launch seed): empty.
+        where = snapshot.get("coordinator_partition")
         _out(sink, "kafka_consumergroup_info").append(
             ((c, name, snapshot.get("group_type") or "", snapshot.get("protocol_type") or "",
               snapshot.get("protocol") or "", snapshot.get("state") or "",
-              str(snapshot.get("coordinator_partition", ""))), 1))
+              "" if where is None else str(where)), 1))
         _out(sink, "kafka_consumergroup_generation").append(
             ((c, name), int(snapshot.get("generation") or 0)))
         members = len(snapshot.get("members") or ())
@@ -188,6 +190,7 @@ class Evaluator:
         for partition, lag in sorted(view.offsets_topic_lag.items()):
             progress.append(((c, str(partition)), lag))
         _out(sink, "groupscope_ready").append(((c,), 1 if view.ready else 0))
+        _out(sink, "groupscope_seeded_groups").append(((c,), len(view.seeded)))
         _out(sink, "groupscope_source_up").append(((c,), 1 if view.source_up else 0))
         _out(sink, "groupscope_source_access_denied").append(
             ((c,), 1 if view.source_refusal else 0))

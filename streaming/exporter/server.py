@@ -84,11 +84,17 @@ def _health(view: MonitorView) -> str:
     """"ok", or why the view is not to be trusted yet."""
     with view.lock:
         ready, refusal, up = view.ready, view.source_refusal, view.source_up
+        seeded = len(view.seeded)
     if refusal:
         return f"source not authorized: {refusal}"
     if not up:
         return "source unreachable: the last end-offset poll failed (the log names the error)"
-    return "ok" if ready else "catching up on __consumer_offsets"
+    if ready:
+        return "ok"
+    if seeded:
+        return (f"catching up on __consumer_offsets; serving {seeded} groups as the Admin API "
+                "showed them at launch")
+    return "catching up on __consumer_offsets"
 
 
 def gzipped(pieces: Iterable[bytes]) -> Iterator[bytes]:

@@ -116,6 +116,7 @@ class MonitorView:
         self.records_skipped: dict[str, int] = {}
         self.offsets_topic_lag: dict[int, int] = {}
         self.ready = False
+        self.seeded: set[str] = set()  # groups served from the seed, not yet from the log
         # Why the source topic cannot be read (an ACL missing), by who found it: the end-offset
         # poller ("describe") or the query ("read"); and how many topics groups commit to have no
         # metadata this principal may see.
@@ -145,8 +146,40 @@ class MonitorView:
         with self.lock:
             now = self.clock()
             for snapshot in snapshots:
+                if self.seeded and snapshot["group"] in self.seeded:
+                    self._unseed(snapshot["group"])
                 self._apply_snapshot(snapshot, now)
             self._flush()
+
+    def seed_groups(self, snapshots: Iterable[Mapping[str, Any]]) -> int:
+        """Serve groups the log has not shown yet from another look at them (the Admin API's,
+        at launch: streaming/job/admin_seed.py) until `update_groups` brings each one from the
+        log or `end_seed` drops those it never brought. Groups the view already has are left as
+        they are. Returns how many were seeded."""
+        with self.lock:
+            now = self.clock()
+            for snapshot in snapshots:
+                name = snapshot["group"]
+                if name not in self.groups and name in self.settings.groups:
+                    self._apply_snapshot(snapshot, now)
+                    self.seeded.add(name)
+            self._flush()
+            return len(self.seeded)
+
+    def end_seed(self) -> None:
+        """The log has been read to the end: seeded groups it never brought are gone."""
+        with self.lock:
+            for name in list(self.seeded):
+                self._unseed(name)
+            self._flush()
+
+    def _unseed(self, name: str) -> None:
+        # Dropped whole, not updated: a seeded commit is dated at the look, later than the log's
+        # own commits of the same offsets, which the table would then take for replays.
+        self.seeded.discard(name)
+        group = self.groups.get(name)
+        if group is not None:
+            self._drop_group(group)
 
     def apply_events(self, events: Iterable[Mapping[str, Any]]) -> None:
         """Count rebalances, downtimes, deletions and commits (event.to_dict() shapes)."""

@@ -16,10 +16,10 @@ from typing import Callable
 from coordinator.admin_groups import Seen, gone, observe
 from streaming.config import Config
 from streaming.exporter.view import MonitorView
-from streaming.job.settings import exporter_settings, poller_settings, view_settings
+from streaming.job.settings import (admin_groups_factory, exporter_settings, poller_settings,
+                                    view_settings)
 from streaming.kafka.admin_groups import AdminGroups
 from streaming.kafka.offsets import close_quietly
-from streaming.sources.kafka_options import KafkaSourceOptions
 
 log = logging.getLogger("groupscope.admin")
 
@@ -33,11 +33,8 @@ class AdminJob:
         self.view = view or MonitorView(view_settings(config))
         self._want_exporter, self._want_poller = start_exporter, start_poller
         self._metrics_cache = metrics_cache  # another exporter's cache of this view (fleet.py)
-        options = KafkaSourceOptions(bootstrap_servers=config.source.bootstrap_servers,
-                                     client_options=dict(config.source.kafka))
-        settings = options.kafka_python_config()  # a bad setting fails here, named
-        self._client_factory = client_factory or (
-            lambda: AdminGroups(settings, timeout_s=config.lag.timeout))
+        # A bad setting fails here, named.
+        self._client_factory = client_factory or admin_groups_factory(config)
         self._client: AdminGroups | None = None
         self.exporter = None
         self.poller = None

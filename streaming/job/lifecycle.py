@@ -27,11 +27,12 @@ from streaming.gc_pause import collector_paused
 from streaming.job.state_restore import committed_snapshots
 from streaming.job.history import HISTORY_EVENTS, HistoryWriter, batch_base
 from streaming.job.history_layout import highest_batch
-from streaming.kafka.offsets import READ_REFUSED, NotAuthorized
+from streaming.kafka.offsets import OFFSETS_TOPIC, READ_REFUSED, NotAuthorized
 from streaming.job.history_maintenance import HistoryMaintenance
 from streaming.job.history_totals import restore
-from streaming.job.settings import (exporter_settings, offsets_client_factory, poller_settings,
-                                  view_settings)
+from streaming.job.admin_seed import AdminSeed
+from streaming.job.settings import (admin_groups_factory, exporter_settings, offsets_client_factory,
+                                    poller_settings, view_settings)
 from streaming.exporter.view import MonitorView
 from streaming.job.session import build_spark
 
@@ -267,6 +268,8 @@ class BatchSink:
                      100.0 * done / total if total else 100.0)
         elif not self._caught_up:
             log.info("caught up on __consumer_offsets (a backlog of %d offsets): ready", total)
+        if ready and self.view.seeded:
+            self.view.end_seed()  # the log has brought every group it holds
         self._caught_up = ready
 
     def _write_history(self, batch_id: int, snapshots: list[dict[str, Any]],
@@ -328,6 +331,7 @@ class Job:
         self._timing: BatchDurations | None = None
         self._progress_client = None  # reads the offsets topic's end offsets, opened on first use
         self.sink: BatchSink | None = None
+        self.seed: AdminSeed | None = None
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -350,6 +354,25 @@ class Job:
         from streaming.pipeline.shard_state import STATE_SHARDS
 
         config = self.config
+        log_source = config.source.type in ("kafka-python", "kafka")
+        if self._offsets_client_factory is None and log_source:
+            self._offsets_client_factory = offsets_client_factory(config)
+        # Served while Spark starts: the seed's groups, then whatever the checkpoint restores.
+        if self._want_exporter:
+            self.exporter = serve(self.view, exporter_settings(config))
+        cache = self.exporter.cache if self.exporter is not None else self._metrics_cache
+        refresh = cache.refresh_if_read if cache is not None else None
+        if self._want_poller and self._offsets_client_factory is not None:
+            self.poller = EndOffsetPoller(self.view, self._offsets_client_factory,
+                                          poller_settings(config), clock=self.view.clock,
+                                          on_poll=refresh,
+                                          source_topic=config.source.topic if log_source
+                                          else None).start()
+        # The Admin API shows the cluster's groups: a seed only for a job that reads their log.
+        if log_source and config.source.admin_seed and config.source.topic == OFFSETS_TOPIC:
+            self.seed = AdminSeed(self.view, admin_groups_factory(config),
+                                  self._offsets_client_factory, config.source.topic,
+                                  set(config.source.partitions)).start()
         if self.spark is None:
             self.spark = build_spark(config)
         query_checkpoint = os.path.join(config.checkpoint.path, "query")
@@ -357,9 +380,7 @@ class Job:
             layout = state_layout(self.spark, config.checkpoint.path, STATE_SHARDS)
         except ValueError as exc:
             raise UserError(f"checkpoint.path: {exc}") from None
-        if self._offsets_client_factory is None and config.source.type in ("kafka-python", "kafka"):
-            self._offsets_client_factory = offsets_client_factory(config)
-        if self._progress_target is None and config.source.type in ("kafka-python", "kafka"):
+        if self._progress_target is None and log_source:
             self._progress_target = self._kafka_progress_target()
         # Every skip reason exists from the start: a counter that appears only on its first
         # increment hides that increment from rate() and increase().
@@ -384,17 +405,6 @@ class Job:
             written = highest_batch(settings.path)
             if written is not None:
                 counted_through = written - history.batch_base
-        if self._want_exporter:
-            self.exporter = serve(self.view, exporter_settings(config))
-        cache = self.exporter.cache if self.exporter is not None else self._metrics_cache
-        refresh = cache.refresh_if_read if cache is not None else None
-        if self._want_poller and self._offsets_client_factory is not None:
-            self.poller = EndOffsetPoller(self.view, self._offsets_client_factory,
-                                          poller_settings(config), clock=self.view.clock,
-                                          on_poll=refresh,
-                                          source_topic=config.source.topic
-                                          if config.source.type in ("kafka-python", "kafka")
-                                          else None).start()
         progress = OffsetsTopicProgress(self._progress_target,
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
         progress.refresh_target()

@@ -53,3 +53,15 @@ def offsets_client_factory(config) -> Callable[[], OffsetsClient]:
     options.kafka_python_config()  # a bad `source.kafka` setting fails here, not in a poll
     timeout_s = config.lag.timeout
     return lambda: offsets_client(options, timeout_s)
+
+
+def admin_groups_factory(config) -> Callable[[], "AdminGroups"]:
+    """Admin API clients (streaming/kafka/admin_groups.py) with the source's connection
+    settings, each request bounded by lag.timeout."""
+    from streaming.kafka.admin_groups import AdminGroups
+
+    source = config.source
+    settings = KafkaSourceOptions(bootstrap_servers=source.bootstrap_servers,
+                                  client_options=dict(source.kafka)).kafka_python_config()
+    timeout_s = config.lag.timeout
+    return lambda: AdminGroups(settings, timeout_s=timeout_s)

@@ -15,7 +15,7 @@ import pytest
 from streaming.config import load_config
 from streaming.exporter.metrics_cache import MetricsCache
 from streaming.job.admin_job import AdminJob
-from tests.support.groupscope_job import CLUSTER
+from tests.support.groupscope_job import CLUSTER, start_groupscope_job
 from tests.support.kafka_broker import create_topic, produce_raw
 from tests.support.parity import differences, groupscope_views, kafka_views
 from tests.support.parity_clients import Members
@@ -123,3 +123,62 @@ def test_the_admin_source_shows_what_kafkas_admin_client_shows(broker, secured_b
     assert rebalances == 1 and moved == PARTITIONS // 2
     # The principal never read __consumer_offsets: nothing was granted on it.
     assert job.view.records_total == {}
+
+
+@pytest.mark.timeout(300)
+def test_a_log_job_serves_the_admin_view_from_launch(broker, tmp_path):
+    """`groupscope run` on `__consumer_offsets` (source.admin_seed, on by default): the first
+    scrape that shows a group is served from one Admin API look made while Spark starts
+    (groupscope_seeded_groups, not ready), with Kafka's committed offsets; once the log is read
+    the seed is gone and the group comes from the log (its coordinator partition known), still
+    with Kafka's offsets."""
+    from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    from coordinator.partitioning import partition_for
+
+    tag = uuid.uuid4().hex[:8]
+    topic, group = f"seed-data-{tag}", f"seed-{tag}"
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    produce_raw(broker.bootstrap, topic, [(p, None, b"x", int(time.time() * 1000))
+                                          for p in range(PARTITIONS) for _ in range(20)])
+    committer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group,
+                              enable_auto_commit=False)
+    committer.commit({TopicPartition(topic, p): OffsetAndMetadata(3 + p, "", -1)
+                      for p in range(PARTITIONS)})
+    committer.close()
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        kafka = {str(tp.partition): o.offset
+                 for tp, o in admin.list_group_offsets([group])[group].items()}
+    finally:
+        admin.close()
+    assert kafka == {str(p): 3 + p for p in range(PARTITIONS)}
+    key = frozenset({("cluster", CLUSTER)})
+
+    def served(samples) -> dict[str, float]:
+        return {dict(k)["partition"]: v
+                for k, v in samples.get("kafka_consumergroup_committed_offset", {}).items()
+                if dict(k)["group"] == group}
+
+    def info(samples) -> dict[str, str]:
+        return next((dict(k) for k in samples.get("kafka_consumergroup_info", {})
+                     if dict(k)["group"] == group), {})
+
+    job = start_groupscope_job(broker.bootstrap, tmp_path / "job")
+    try:
+        def when(ok):
+            return lambda: (lambda samples: samples if ok(samples) else None)(job.scrape())
+
+        first = until("the group served", when(served), timeout_s=120, poll_s=0.1)
+        assert first["groupscope_ready"][key] == 0
+        assert first["groupscope_seeded_groups"][key] >= 1
+        assert served(first) == kafka and info(first)["coordinator_partition"] == ""
+        assert "as the Admin API shows them" in job.log()
+
+        last = until("the log read, the seed gone", when(
+            lambda s: job.caught_up(s) and s["groupscope_seeded_groups"][key] == 0), 120)
+        assert served(last) == kafka
+        assert info(last)["coordinator_partition"] == str(partition_for(group, 50))
+    finally:
+        job.stop()

@@ -1,0 +1,115 @@
+"""Groups served from launch through one Admin API look (streaming/job/admin_seed.py): the view
+serves them, counted in groupscope_seeded_groups and named in /healthz, until the log brings
+each one (which replaces the seed whole, even with commits older than the look) or the job is
+ready (which drops the groups the log never brought). Polls are made up here; the real broker's
+are in tests/broker/test_admin_source.py."""
+from __future__ import annotations
+
+import urllib.error
+
+import pytest
+
+from coordinator.admin_groups import PolledGroup, PolledMember
+from streaming.job.admin_seed import AdminSeed
+from tests.support.scrape_support import parse, scrape
+from tests.unit.test_exporter import T0, Clock, member, served, snapshot, value  # noqa: F401
+
+
+def _polled(group: str, offset: int, members: int = 1) -> PolledGroup:
+    return PolledGroup(group, "classic", "consumer", "range", "Stable", None, None,
+                       tuple(PolledMember(f"{group}-m{i}", None, "app", "/10.0.0.1", None,
+                                          ("orders",), (("orders", i),)) for i in range(members)),
+                       tuple(("orders", p, offset, -1, "") for p in range(members)))
+
+
+class _Admin:
+    """What AdminGroups.poll() returns, without a broker."""
+
+    def __init__(self, groups: list[PolledGroup] | Exception) -> None:
+        self.groups = groups
+        self.closed = False
+
+    def poll(self) -> list[PolledGroup]:
+        if isinstance(self.groups, Exception):
+            raise self.groups
+        return self.groups
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture()
+def clock():
+    return Clock()
+
+
+def _seed(view, groups) -> AdminSeed:
+    admin = _Admin(groups)
+    seed = AdminSeed(view, lambda: admin).start()
+    seed.join(10)
+    assert admin.closed
+    return seed
+
+
+def test_seeded_groups_are_served_until_the_log_brings_them(served, clock):
+    view, port = served()
+    seed = _seed(view, [_polled("shop", 40, members=2), _polled("gone-since", 7)])
+    assert seed.seeded == 2
+    view.update_end_offsets({("orders", 0): 100, ("orders", 1): 100},
+                            {("orders", 0): 0, ("orders", 1): 0}, T0, 0.01)
+    samples = parse(scrape(port)[1])
+    assert value(samples, "groupscope_seeded_groups") == 2
+    assert value(samples, "groupscope_ready") == 0
+    assert value(samples, "kafka_consumergroup_committed_offset", group="shop", topic="orders",
+                 partition="1") == 40
+    assert value(samples, "kafka_consumergroup_lag", group="shop", topic="orders",
+                 partition="0") == 60
+    assert value(samples, "kafka_consumergroup_members", group="shop") == 2
+    # Where the look cannot tell: the coordinator partition is an empty label, not "None".
+    assert {dict(k)["coordinator_partition"] for k in samples["kafka_consumergroup_info"]} == {""}
+    with pytest.raises(urllib.error.HTTPError) as error:
+        scrape(port, "/healthz")
+    assert "serving 2 groups as the Admin API showed them" in error.value.read().decode()
+
+    # The log brings `shop`, with commits made before the look: they replace the seed's.
+    view.update_groups([snapshot("shop", [member("m-a", [("orders", 0)])],
+                                 [("orders", 0, 30, T0 - 600)])])
+    samples = parse(scrape(port)[1])
+    assert value(samples, "groupscope_seeded_groups") == 1
+    assert value(samples, "kafka_consumergroup_committed_offset", group="shop", topic="orders",
+                 partition="0") == 30
+    assert frozenset({("cluster", "test"), ("group", "shop"), ("topic", "orders"),
+                      ("partition", "1")}) not in samples["kafka_consumergroup_committed_offset"]
+    assert value(samples, "kafka_consumergroup_members", group="shop") == 1
+
+    # Read to the end: what the log never brought is gone.
+    view.set_offsets_topic_progress({0: 0}, ready=True)
+    view.end_seed()
+    samples = parse(scrape(port)[1])
+    assert value(samples, "groupscope_seeded_groups") == 0
+    assert {dict(k)["group"] for k in samples["kafka_consumergroup_info"]} == {"shop"}
+    assert scrape(port, "/healthz")[0] == 200
+
+
+def test_the_seed_leaves_groups_the_view_has_and_comes_too_late_after_ready(clock):
+    from tests.unit.test_exporter import make_view
+
+    view = make_view(clock)
+    view.update_groups([snapshot("shop", [], [("orders", 0, 5, T0 - 60)], state="Empty")])
+    assert _seed(view, [_polled("shop", 40), _polled("new", 3)]).seeded == 1
+    assert view.committed("shop") == {("orders", 0): 5} and view.seeded == {"new"}
+
+    late = make_view(clock)
+    late.set_offsets_topic_progress({0: 0}, ready=True)
+    assert _seed(late, [_polled("new", 3)]).seeded == 0 and not late.groups
+
+
+def test_a_failed_look_seeds_nothing_and_says_so_once(clock, caplog):
+    from tests.unit.test_exporter import make_view
+
+    view = make_view(clock)
+    caplog.set_level("INFO", logger="groupscope.seed")
+    seed = _seed(view, PermissionError("GROUP_AUTHORIZATION_FAILED"))
+    assert seed.seeded == 0 and not view.groups
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "GROUP_AUTHORIZATION_FAILED" in line and "once the log is read" in line
