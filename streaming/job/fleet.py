@@ -40,8 +40,6 @@ class Fleet:
     def start(self) -> "Fleet":
         from streaming.exporter.server import start_exporter as serve
 
-        if self.spark is None and any(c.source.type != "admin" for c in self.configs):
-            self.spark = build_spark(self.configs[0])
         caches = []
         for config in self.configs:
             view = MonitorView(view_settings(config))
@@ -58,8 +56,21 @@ class Fleet:
         self.cache = FleetCache(caches)
         if self._want_exporter:
             self.exporter = serve(caches[0].view, exporter_settings(self.configs[0]), self.cache)
+        # Every cluster served (its launch seed, its admin polls) while Spark starts.
         for job in self.jobs:
-            job.start()
+            if isinstance(job, Job):
+                job.serve()
+            else:
+                job.start()
+        if self.spark is None and any(isinstance(job, Job) for job in self.jobs):
+            self.spark = build_spark(self.configs[0])
+        for job in self.jobs:
+            if isinstance(job, Job):
+                job.spark = self.spark
+                job.start()
+            log.info("cluster %s: %s at %s", job.config.cluster.name,
+                     "polling the Admin API" if job.config.source.type == "admin"
+                     else f"reading {job.config.source.topic}", job.config.source.bootstrap_servers)
             log.info("cluster %s: %s at %s", job.config.cluster.name,
                      "polling the Admin API" if job.config.source.type == "admin"
                      else f"reading {job.config.source.topic}", job.config.source.bootstrap_servers)

@@ -332,6 +332,7 @@ class Job:
         self._progress_client = None  # reads the offsets topic's end offsets, opened on first use
         self.sink: BatchSink | None = None
         self.seed: AdminSeed | None = None
+        self._serving = False
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -348,16 +349,20 @@ class Job:
 
         return target
 
-    def start(self):
+    def serve(self) -> None:
+        """What needs no Spark, started before it: the exporter, the end-offset poller and the
+        launch seed, so the seed's groups are served while Spark starts (then whatever the
+        checkpoint restores). `start` calls it unless it ran."""
         from streaming.exporter.end_offset_poller import EndOffsetPoller
         from streaming.exporter.server import start_exporter as serve
-        from streaming.pipeline.shard_state import STATE_SHARDS
 
+        if self._serving:
+            return
+        self._serving = True
         config = self.config
         log_source = config.source.type in ("kafka-python", "kafka")
         if self._offsets_client_factory is None and log_source:
             self._offsets_client_factory = offsets_client_factory(config)
-        # Served while Spark starts: the seed's groups, then whatever the checkpoint restores.
         if self._want_exporter:
             self.exporter = serve(self.view, exporter_settings(config))
         cache = self.exporter.cache if self.exporter is not None else self._metrics_cache
@@ -373,6 +378,13 @@ class Job:
             self.seed = AdminSeed(self.view, admin_groups_factory(config),
                                   self._offsets_client_factory, config.source.topic,
                                   set(config.source.partitions)).start()
+
+    def start(self):
+        from streaming.pipeline.shard_state import STATE_SHARDS
+
+        self.serve()
+        config = self.config
+        log_source = config.source.type in ("kafka-python", "kafka")
         if self.spark is None:
             self.spark = build_spark(config)
         query_checkpoint = os.path.join(config.checkpoint.path, "query")
