@@ -15,6 +15,7 @@ other users must not see) and two `groupscope run` jobs:
 """
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import re
 import subprocess
@@ -288,14 +289,22 @@ def run(tmp_path_factory):
         for group, (protocol, assignor) in LIVE.items():
             for i in range(2):
                 members.start(f"{group}-m{i}", group, DATA_TOPIC, protocol, assignor)
-        _convert_both_ways(broker, members)
-        _py_transactions(broker)
-        copier_out = _run_copier(broker, root / "copier.jsonl")
-
         committer = Committer(broker, (*SIMPLE, GONE))
-        for round_ in range(1, 21):
-            for g, group in enumerate((*SIMPLE, GONE)):
-                committer.commit(group, {(MANY_TOPIC, p): round_ * 10 + g for p in range(8)})
+
+        def commit_rounds() -> None:
+            for round_ in range(1, 21):
+                for g, group in enumerate((*SIMPLE, GONE)):
+                    committer.commit(group, {(MANY_TOPIC, p): round_ * 10 + g for p in range(8)})
+
+        # The writers touch groups of their own: side by side, as a cluster's clients are.
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            writers = [pool.submit(_convert_both_ways, broker, members),
+                       pool.submit(_py_transactions, broker),
+                       pool.submit(_run_copier, broker, root / "copier.jsonl"),
+                       pool.submit(commit_rounds)]
+            copier_out = writers[2].result()
+            for writer in writers:
+                writer.result()
         from kafka import KafkaAdminClient, TopicPartition
 
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)

@@ -48,6 +48,15 @@ def cluster():
         yield running
 
 
+@pytest.fixture(scope="module")
+def local(broker, tmp_path_factory):
+    """The local-mode run every cluster run is compared with: one for the module, each test's
+    groups its own."""
+    job = start_groupscope_job(broker.bootstrap, tmp_path_factory.mktemp("local"))
+    yield job
+    job.stop()
+
+
 class Committers:
     """Real consumer groups on one topic: STANDALONE_GROUPS groups committing without membership
     (assign + commit) and one subscribed member, all through kafka-python, so every record in
@@ -150,19 +159,17 @@ def kafka_source_jars() -> list[Path]:
 # and a rerun of its tasks is Spark's.
 @pytest.mark.parametrize("source_type, lose_a_worker", [("kafka-python", True), ("kafka", False)],
                          ids=["kafka-python", "kafka"])
-def test_cluster_job_survives_a_lost_worker_and_equals_local_mode(cluster, broker, tmp_path,
+def test_cluster_job_survives_a_lost_worker_and_equals_local_mode(cluster, broker, local, tmp_path,
                                                                   source_type, lose_a_worker):
     jars = kafka_source_jars() if source_type == "kafka" else []
     cluster.restore_workers()  # an earlier test of the module killed one
     prefix = f"cl-{uuid.uuid4().hex[:6]}"
     committers = Committers(broker.bootstrap, prefix)
-    job = local = None
+    job = None
     try:
         for _ in range(ROUNDS_BEFORE):
             committers.commit_round()
         job = submit_job(cluster, broker.bootstrap, tmp_path / "cluster", source_type, jars)
-        # The local run starts meanwhile, and reads the same commits as they come.
-        local = start_groupscope_job(broker.bootstrap, tmp_path / "local")
         wait_until("the cluster job's /healthz", lambda: scrape(job.port, "/healthz")[0] == 200,
                    job, 180, cluster)
         assert all(cluster.executors_of(i) for i in range(2)), \
@@ -209,8 +216,6 @@ def test_cluster_job_survives_a_lost_worker_and_equals_local_mode(cluster, broke
         members = final["cluster"]["kafka_consumergroup_members"]
         assert members[frozenset({("cluster", CLUSTER), ("group", f"{prefix}-member")})] == 1
     finally:
-        if local is not None:
-            local.stop()
         if job is not None:
             stop_submitted(job.process)
         committers.close()
