@@ -1,6 +1,7 @@
 """The docker-compose stack's workload (deploy/workload/*.sh) without Docker: the scripts run as
 they are, against the session's Kafka 4.4 broker, with Kafka's CLI scripts standing in as wrappers
-around the tool classes (tests/support/kafka_cli.py), and `groupscope run` watching.
+around the tool classes (tests/support/kafka_cli.py), and groupscope watching
+(a query of the test session's Spark, tests/support/groupscope_job.py).
 
 Phases are shortened through the scripts' environment (STEP_SECONDS, SLOW_PAUSE_SECONDS): two
 members per group on `orders`, a third joins after one step, the oldest is killed after the
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 from kafka.errors import KafkaError
 
-from tests.support.groupscope_job import CLUSTER, start_groupscope_job
+from tests.support.groupscope_job import CLUSTER, run_groupscope_job
 from tests.support.kafka_broker import REPO_ROOT
 from tests.support.kafka_cli import write_cli_scripts
 from tests.support.parity import GroupView, groupscope_views, kafka_views
@@ -96,7 +97,7 @@ def workload_env(broker, tmp_path: Path) -> dict[str, str]:
             "SLOW_PAUSE_SECONDS": "5"}
 
 
-def test_compose_workload_groups_members_and_rebalances(broker, workload_env, tmp_path: Path) -> None:
+def test_compose_workload_groups_members_and_rebalances(spark, broker, workload_env, tmp_path: Path) -> None:
     topics = subprocess.run(["bash", str(WORKLOAD / "create-topics.sh")], env=workload_env,
                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert topics.returncode == 0 and "topics ready" in topics.stdout, topics.stdout + topics.stderr
@@ -105,7 +106,7 @@ def test_compose_workload_groups_members_and_rebalances(broker, workload_env, tm
     admin = job = None
     try:
         # The job reads __consumer_offsets from the start, so it may come up while the workload runs.
-        job = start_groupscope_job(broker.bootstrap, tmp_path / "job")
+        job = run_groupscope_job(spark, broker.bootstrap, tmp_path / "job")
         admin = HarnessJvm(broker, tmp_path / "admin.jsonl")
         groups = [*ON_ORDERS, *OTHERS]
         deadline = time.monotonic() + TIMEOUT_S

@@ -1,7 +1,8 @@
 """groupscope against Kafka's own view of every group, on real brokers (4.4 and 3.9) with real Java
 clients: Kafka is the oracle (docs/kafka-parity.md).
 
-One `groupscope run` per broker reads the real `__consumer_offsets`; every scenario
+One groupscope job per broker (queries of the test session's Spark) reads the real
+`__consumer_offsets`; every scenario
 (tests/support/parity_scenarios.py) runs at the same time on its own topics and groups, step by
 step in lockstep; the two brokers' lanes run side by side, each at its own pace. The members are
 threads of a few harness JVMs per lane (tests/support/parity_clients.py). At each step the runner
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.support.groupscope_job import GroupscopeJob, start_groupscope_job
+from tests.support.groupscope_job import GroupscopeJob, run_groupscope_job
 from tests.support.kafka_broker import KafkaBroker
 from tests.support.client_harness import CLASSIC_ASSIGNORS, SERVER_ASSIGNORS
 from tests.support.parity import (Views, differences, groupscope_views, kafka_views,
@@ -115,11 +116,11 @@ def _run_lockstep(lane: Lane) -> None:
 
 
 @pytest.fixture(scope="module")
-def lanes(broker, broker39, tmp_path_factory):
+def lanes(spark, broker, broker39, tmp_path_factory):
     root = tmp_path_factory.mktemp("kafka-parity")
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        jobs = list(pool.map(lambda b: start_groupscope_job(b.bootstrap, root / f"job-{b.version}"),
+        jobs = list(pool.map(lambda b: run_groupscope_job(spark, b.bootstrap, root / f"job-{b.version}"),
                              (broker, broker39)))
     made: list[Lane] = []
     try:

@@ -2,7 +2,7 @@
 compaction (docs/kafka-parity.md, rules 10 and 11).
 
 One private broker (its `__consumer_offsets` is compacted mid-module, which the session broker's
-other users must not see) and two `groupscope run` jobs:
+other users must not see) and two groupscope jobs (queries of the test session's Spark):
 
 * job 1 runs from the start: offsets committed inside transactions (Kafka's
   TransactionalMessageCopier with random aborts, and confluent-kafka's transactional producer
@@ -26,7 +26,7 @@ import pytest
 
 from coordinator.partitioning import partition_for
 from streaming.job.history import read_history
-from tests.support.groupscope_job import GroupscopeJob, start_groupscope_job
+from tests.support.groupscope_job import GroupscopeJob, run_groupscope_job
 from tests.support.kafka_broker import (OFFSETS_TOPIC, KafkaBroker, create_topic, produce_raw,
                                         start_kafka)
 from tests.support.parity import Views, differences, groupscope_views, kafka_views
@@ -268,13 +268,13 @@ def _compact_offsets_topic(broker: KafkaBroker, committer: Committer, partitions
 # -- the run ---------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("txn-compaction")
     broker = start_kafka("4.4.0", extra_props={"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS)})
     jobs: list[GroupscopeJob] = []
     members = committer = None
     try:
-        jobs.append(start_groupscope_job(broker.bootstrap, root / "job-before"))
+        jobs.append(run_groupscope_job(spark, broker.bootstrap, root / "job-before"))
         create_topic(broker.bootstrap, TXN_TOPIC, 2)
         create_topic(broker.bootstrap, OUT_TOPIC, 1)
         create_topic(broker.bootstrap, DATA_TOPIC, 4)
@@ -320,7 +320,7 @@ def run(tmp_path_factory):
         partitions = {partition_for(g, OFFSETS_PARTITIONS) for g in GROUPS}
         _compact_offsets_topic(broker, committer, partitions)
 
-        jobs.append(start_groupscope_job(broker.bootstrap, root / "job-after"))
+        jobs.append(run_groupscope_job(spark, broker.bootstrap, root / "job-after"))
         after_kafka, after_ours = _quiet_views(jobs[1], broker, members)
         first_job_now = groupscope_views(jobs[0], GROUPS)
         output = {level: _count_records(broker, OUT_TOPIC, level)

@@ -2,7 +2,7 @@
 
 10 partitions, 4 consumers, a fifth joins; once per strategy (the four classic client-side
 assignors and KIP-848's two server-side ones), all six groups at once on their own topics while one
-`groupscope run` watches them. The clients (jvm/harness, driven by tests/support/client_harness.py)
+groupscope job watches them. The clients (jvm/harness, driven by tests/support/client_harness.py)
 report every revocation and assignment; from those come the truth: which partitions changed owner,
 who owns what afterwards, and when the rebalance started (the first revocation or the newcomer's
 join) and ended (the last assignment).
@@ -25,7 +25,7 @@ import pytest
 from streaming.job.history import read_history
 from tests.support.client_harness import (STRATEGIES, ClientHarness, ClientLog, HarnessConfig,
                                           strategy_name)
-from tests.support.groupscope_job import start_groupscope_job
+from tests.support.groupscope_job import run_groupscope_job
 from tests.support.kafka_broker import create_topic
 
 PARTITIONS = 10
@@ -101,8 +101,8 @@ def _await_assignments(job, final: dict[str, dict[str, set[int]]],
 
 
 @pytest.fixture()
-def job(broker, tmp_path):
-    running = start_groupscope_job(broker.bootstrap, tmp_path / "job")
+def job(spark, broker, tmp_path):
+    running = run_groupscope_job(spark, broker.bootstrap, tmp_path / "job")
     yield running
     running.stop()
 

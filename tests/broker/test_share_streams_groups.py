@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.support.groupscope_job import CLUSTER, GroupscopeJob, start_groupscope_job
+from tests.support.groupscope_job import CLUSTER, GroupscopeJob, run_groupscope_job
 from tests.support.kafka_broker import KafkaBroker, create_topic
 from tests.support.kafka_tools import (parse_assignment, parse_last_column_rows, parse_streams_tasks,
                                        parse_tables)
@@ -33,10 +33,9 @@ Side = dict[str, Any]  # {"state", "epoch", "assignment_epoch", "members": {id: 
 
 
 @pytest.fixture(scope="module")
-def job(broker, tmp_path_factory):
-    """One job for the module: each test watches groups of its own, and a job's start (a new
-    driver and JVM) is most of a test's time."""
-    running = start_groupscope_job(broker.bootstrap, tmp_path_factory.mktemp("job"))
+def job(spark, broker, tmp_path_factory):
+    """One job for the module: each test watches groups of its own."""
+    running = run_groupscope_job(spark, broker.bootstrap, tmp_path_factory.mktemp("job"))
     yield running
     running.stop()
 

@@ -4,7 +4,8 @@ launch.py run -c <config>`, against the real Kafka broker's `__consumer_offsets`
 consumer groups. With the default source, one worker is SIGKILLed (with its executor) while
 commits are still arriving and Spark reruns the lost tasks on the other worker; with Spark's own
 Kafka source, the connector's jars go to the executors. Once caught up the job's group series
-must equal those of a local-mode run (`groupscope run`, `spark.master: local[2]`) of the topic.
+must equal those of a local-mode run (the same job in the test session's Spark, local[2]) of
+the topic.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pyspark
 import pytest
 
 from tests.support.groupscope_job import (CLUSTER, GroupscopeJob, Samples, _config,
-                                          start_groupscope_job)
+                                          run_groupscope_job)
 from tests.support.kafka_broker import CACHE, REPO_ROOT, create_topic, free_port, produce_raw
 from tests.support.scrape_support import scrape
 from tests.support.spark_cluster import (SparkCluster, spark_cluster, spark_submit_command,
@@ -49,10 +50,10 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
-def local(broker, tmp_path_factory):
+def local(spark, broker, tmp_path_factory):
     """The local-mode run every cluster run is compared with: one for the module, each test's
     groups its own."""
-    job = start_groupscope_job(broker.bootstrap, tmp_path_factory.mktemp("local"))
+    job = run_groupscope_job(spark, broker.bootstrap, tmp_path_factory.mktemp("local"))
     yield job
     job.stop()
 

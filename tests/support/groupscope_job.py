@@ -1,5 +1,8 @@
 """groupscope run as users run it: `.venv/bin/groupscope run -c <yaml>` in a subprocess, against a
-real broker's `__consumer_offsets`, scraped over HTTP like Prometheus does.
+real broker's `__consumer_offsets`, scraped over HTTP like Prometheus does; or the same job, from
+the same config file, as a query of the test session's Spark (`run_groupscope_job`), for tests
+about what the job shows rather than how its process starts and stops: a query starts in a
+second where a process needs a JVM of its own.
 
 The history is written as JSON lines with `snapshot_interval: 0`, so every group a micro-batch
 touches gets a snapshot: the per-member assignment (not a metric series, only a count is) is read
@@ -7,10 +10,12 @@ from there.
 """
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import time
 import urllib.error
+import uuid
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +34,11 @@ Samples = dict[str, dict[frozenset, float]]
 
 @dataclass
 class GroupscopeJob:
-    process: subprocess.Popen
+    process: subprocess.Popen | None
     port: int
     workdir: Path
+    job: Any = None  # the streaming.job.lifecycle.Job of an in-process run
+    _log_handler: logging.Handler | None = None
 
     @property
     def history_path(self) -> str:
@@ -55,7 +62,15 @@ class GroupscopeJob:
         return ready == 1 and bool(progress) and all(v == 0 for v in progress.values())
 
     def stop(self) -> None:
-        """SIGTERM (the job's clean stop), SIGKILL after 30 s."""
+        """SIGTERM (the job's clean stop), SIGKILL after 30 s; an in-process job's own stop."""
+        if self.job is not None:
+            try:
+                self.job.stop()
+            finally:
+                if self._log_handler is not None:
+                    logging.getLogger("groupscope").removeHandler(self._log_handler)
+                    self._log_handler.close()
+            return
         stop_gracefully(self.process, 30)
 
 
@@ -97,3 +112,30 @@ def start_groupscope_job(bootstrap: str, workdir: Path, timeout_s: float = 120.0
         time.sleep(0.5)
     job.stop()
     raise RuntimeError(f"groupscope run not ready in {timeout_s}s:\n{job.log()[-3000:]}")
+
+
+def run_groupscope_job(spark, bootstrap: str, workdir: Path) -> GroupscopeJob:
+    """The job of `start_groupscope_job`'s config file, as a query of `spark` in this process,
+    serving its own exporter. Its log is groupscope's log while it runs (every in-process job's
+    lines, when several run at once)."""
+    from streaming.config import load_config
+    from streaming.job.lifecycle import Job
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "groupscope.yaml"
+    config.write_text(_config(bootstrap, workdir, 0))
+    handler = logging.FileHandler(workdir / "job.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("groupscope")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    # Active queries of one session need names of their own.
+    job = Job(load_config(str(config), env={}), spark=spark,
+              query_name=f"groupscope-{uuid.uuid4().hex[:8]}")
+    try:
+        job.start()
+    except BaseException:
+        logger.removeHandler(handler)
+        handler.close()
+        raise
+    return GroupscopeJob(None, job.exporter.port, workdir, job, handler)
