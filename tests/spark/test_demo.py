@@ -140,7 +140,7 @@ def test_a_stop_signal_to_the_demos_process_group_ends_it_cleanly(tmp_path, sig)
     """As Ctrl-C stops `make demo`: the signal goes to every process of the group at once. The
     driver stops the query and Spark; exit status 0, no traceback. (SIGTERM to the group, as
     `timeout` and service managers send it, goes through the same handler: test_job_restart
-    sends it to `groupscope run`.)"""
+    sends it to `groupscope run`, then checks the restart.)"""
     port = free_port()
     log_path = tmp_path / "demo.out"
     with open(log_path, "wb") as log:
