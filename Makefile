@@ -2,9 +2,6 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# The job's end-to-end tests: run a second time with local-mode tuning off.
-JOB_TESTS := tests/spark/test_job_replay.py tests/spark/test_job_stop.py \
-	'tests/spark/test_job_restart.py::test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run[SIGKILL]'
 
 .PHONY: demo test check-java venv clean bench
 
@@ -26,9 +23,7 @@ demo: check-java $(STAMP)
 test: check-java $(STAMP)
 	@bash scripts/ensure-promtool.sh
 	@bash scripts/fetch-jvm-deps.sh
-	$(PY) -m pytest -q
-	@echo "== the job's end-to-end tests again, without local-mode tuning (spark.local_tuning: off)"
-	GROUPSCOPE_SPARK__LOCAL_TUNING=off $(PY) -m pytest -q -p no:cacheprovider $(JOB_TESTS)
+	@PY=$(PY) bash scripts/run-tests.sh
 
 # Each benchmark is a module of the package benchmarks/ (those named _* are helpers); some start Kafka.
 # The soak runs for an hour: `python -m benchmarks.soak`, on its own.

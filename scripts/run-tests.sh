@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `make test`'s test run, in two lanes on the machine's cores:
+# - the main lane: the tests that need Spark or a broker (tests/spark, tests/broker), one pytest
+#   session with one broker and one Spark session; they wait on Kafka and Spark a good part of the
+#   time, which leaves a core idle;
+# - a side lane at lower CPU priority (nice), using that idle core: the tests that need neither
+#   (tests/unit, tests/prometheus, tests/deploy), then the job's end-to-end tests again with
+#   local-mode tuning off (its own session, a Spark session and no broker).
+# The side lane's output is printed once the main lane is done; the run fails if either does.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+JOB_TESTS=(tests/spark/test_job_replay.py tests/spark/test_job_stop.py
+  'tests/spark/test_job_restart.py::test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run[SIGKILL]')
+
+side_log=$(mktemp "${TMPDIR:-/tmp}/groupscope-side-lane.XXXXXX")
+# In a process group of its own (setsid), so that a stop reaches every process it started.
+PY="$PY" setsid bash -c '
+  nice -n 10 "$PY" -m pytest -q -p no:cacheprovider tests/unit tests/prometheus tests/deploy
+  pure=$?
+  echo "== the job'"'"'s end-to-end tests again, without local-mode tuning (spark.local_tuning: off)"
+  GROUPSCOPE_SPARK__LOCAL_TUNING=off nice -n 10 "$PY" -m pytest -q -p no:cacheprovider "$@"
+  untuned=$?
+  [ "$pure" -eq 0 ] && [ "$untuned" -eq 0 ]
+' side-lane "${JOB_TESTS[@]}" >"$side_log" 2>&1 </dev/null &
+side=$!
+stop_side() { kill -TERM -- "-$side" 2>/dev/null; rm -f "$side_log"; exit 130; }
+trap stop_side INT TERM
+
+echo "== tests that need Spark or a broker (tests that need neither run beside them; their output follows)"
+"$PY" -m pytest -q tests/spark tests/broker
+main=$?
+wait "$side"
+side_rc=$?
+echo "== tests that need neither Spark nor a broker, then the job's tests without local-mode tuning"
+cat "$side_log"
+rm -f "$side_log"
+[ "$main" -eq 0 ] && [ "$side_rc" -eq 0 ]
