@@ -64,14 +64,21 @@ class EndOffsetPoller:
         try:
             client = self._client_or_new()
             wanted_all = self.view.wanted_partitions()
-            if self._metadata_due(wanted_all) or self.view.source_refusal:
-                self._check_source(client)
-                names, counts = client.topic_metadata()
-                self.view.update_topic_metadata(names, counts)
-                self._metadata_at = self._clock()
-            wanted = self._existing(wanted_all)
-            ends = client.end_offsets(wanted)
-            starts = client.start_offsets(wanted)
+            refreshed = self._metadata_due(wanted_all) or bool(self.view.source_refusal)
+            if refreshed:
+                self._refresh_metadata(client)
+            try:
+                wanted = self._existing(wanted_all)
+                ends, starts = client.end_offsets(wanted), client.start_offsets(wanted)
+            except Exception:
+                if refreshed:
+                    raise
+                # A topic deleted since the last metadata fails the whole request (kafka-python
+                # names its partition): look again without it, rather than fail every poll
+                # until the next scheduled refresh.
+                self._refresh_metadata(client)
+                wanted = self._existing(wanted_all)
+                ends, starts = client.end_offsets(wanted), client.start_offsets(wanted)
             with collector_paused():  # new samples for every partition, no cycles
                 self.view.update_end_offsets(ends, starts, self._clock(),
                                              time.monotonic() - started)
@@ -87,6 +94,12 @@ class EndOffsetPoller:
             except Exception:  # a broken callback must not stop the polling thread
                 log.exception("end-offset poll callback failed")
         return ok
+
+    def _refresh_metadata(self, client: OffsetsClient) -> None:
+        self._check_source(client)
+        names, counts = client.topic_metadata()
+        self.view.update_topic_metadata(names, counts)
+        self._metadata_at = self._clock()
 
     def _check_source(self, client: OffsetsClient) -> None:
         if self._source_topic is None:

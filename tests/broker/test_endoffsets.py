@@ -259,3 +259,39 @@ def test_a_group_whose_end_offsets_are_unknown_has_no_lag_roll_ups(broker, caplo
             gauge(view, name, group="blind")
     with pytest.raises(KeyError):
         gauge(view, "kafka_consumergroup_topic_lag", group="mixed", topic=missing)
+
+
+def test_a_topic_deleted_between_metadata_refreshes_costs_no_failed_poll(broker):
+    """A group keeps its offsets of a topic that is deleted: the next poll finds the request
+    for that topic refused, looks at the metadata again and polls the rest, so the cluster is
+    not reported down and the other topics' lag stays fresh."""
+    from kafka import KafkaAdminClient
+
+    kept, gone = (f"deleted-{name}-{uuid.uuid4().hex[:8]}" for name in ("kept", "gone"))
+    for topic in (kept, gone):
+        create_topic(broker.bootstrap, topic, 2)
+        produce_raw(broker.bootstrap, topic, [(p, None, b"v", 1_700_000_000_000)
+                                              for p in range(2) for _ in range(4)])
+    view = MonitorView(ViewSettings(cluster="default"))
+    committed_group(view, "g", {(kept, 0): 1, (kept, 1): 1, (gone, 0): 1, (gone, 1): 1})
+    options = KafkaSourceOptions(bootstrap_servers=broker.bootstrap)
+    # A metadata refresh every hour: only a failed request makes the poller look again. The
+    # request for the deleted topic fails after the client's timeout.
+    poller = EndOffsetPoller(view, lambda: offsets_client(options, timeout_s=3.0),
+                             PollerSettings(interval_s=1.0, metadata_interval_s=3600.0))
+    try:
+        assert poller.poll_once()
+        assert {t for t, _ in view.polled()} == {kept, gone}
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:
+            admin.delete_topics([gone], timeout_ms=30000)
+        finally:
+            admin.close()
+        produce_raw(broker.bootstrap, kept, [(0, None, b"late", 1_700_000_001_000)])
+        assert poller.poll_once()
+        assert view.poll_failures == 0 and view.source_up
+        assert gone not in view.partition_counts
+        assert view.log_end((kept, 0))[0] == 5
+        assert gauge(view, "kafka_consumergroup_lag", group="g", topic=kept, partition="0") == 4
+    finally:
+        poller.stop()
