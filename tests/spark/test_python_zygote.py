@@ -97,7 +97,7 @@ def _gone(pid, within=10.0):
             with open(f"/proc/{pid}/stat") as fh:
                 if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
                     return True
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # reaped, or exiting as it was read
             return True
         time.sleep(0.02)
     return False
