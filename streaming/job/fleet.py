@@ -71,9 +71,6 @@ class Fleet:
             log.info("cluster %s: %s at %s", job.config.cluster.name,
                      "polling the Admin API" if job.config.source.type == "admin"
                      else f"reading {job.config.source.topic}", job.config.source.bootstrap_servers)
-            log.info("cluster %s: %s at %s", job.config.cluster.name,
-                     "polling the Admin API" if job.config.source.type == "admin"
-                     else f"reading {job.config.source.topic}", job.config.source.bootstrap_servers)
         return self
 
     def wait(self, stop_event: threading.Event | None = None) -> None:
