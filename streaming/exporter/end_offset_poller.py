@@ -68,8 +68,7 @@ class EndOffsetPoller:
             if refreshed:
                 self._refresh_metadata(client)
             try:
-                wanted = self._existing(wanted_all)
-                ends, starts = client.end_offsets(wanted), client.start_offsets(wanted)
+                ends, starts = self._offsets(client, wanted_all)
             except Exception:
                 if refreshed:
                     raise
@@ -77,8 +76,7 @@ class EndOffsetPoller:
                 # names its partition): look again without it, rather than fail every poll
                 # until the next scheduled refresh.
                 self._refresh_metadata(client)
-                wanted = self._existing(wanted_all)
-                ends, starts = client.end_offsets(wanted), client.start_offsets(wanted)
+                ends, starts = self._offsets(client, wanted_all)
             with collector_paused():  # new samples for every partition, no cycles
                 self.view.update_end_offsets(ends, starts, self._clock(),
                                              time.monotonic() - started)
@@ -94,6 +92,12 @@ class EndOffsetPoller:
             except Exception:  # a broken callback must not stop the polling thread
                 log.exception("end-offset poll callback failed")
         return ok
+
+    def _offsets(self, client: OffsetsClient, wanted: Iterable[TopicPartition]
+                 ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+        """(end, start) offsets of the wanted partitions the last metadata shows."""
+        existing = self._existing(wanted)
+        return client.end_offsets(existing), client.start_offsets(existing)
 
     def _refresh_metadata(self, client: OffsetsClient) -> None:
         self._check_source(client)

@@ -349,6 +349,11 @@ class Job:
 
         return target
 
+    @property
+    def _reads_kafka(self) -> bool:
+        """Whether the source is a Kafka topic (not a capture file or the simulator)."""
+        return self.config.source.type in ("kafka-python", "kafka")
+
     def serve(self) -> None:
         """What needs no Spark, started before it: the exporter, the end-offset poller and the
         launch seed, so the seed's groups are served while Spark starts (then whatever the
@@ -360,7 +365,7 @@ class Job:
             return
         self._serving = True
         config = self.config
-        log_source = config.source.type in ("kafka-python", "kafka")
+        log_source = self._reads_kafka
         if self._offsets_client_factory is None and log_source:
             self._offsets_client_factory = offsets_client_factory(config)
         if self._want_exporter:
@@ -384,7 +389,6 @@ class Job:
 
         self.serve()
         config = self.config
-        log_source = config.source.type in ("kafka-python", "kafka")
         if self.spark is None:
             self.spark = build_spark(config)
         query_checkpoint = os.path.join(config.checkpoint.path, "query")
@@ -392,7 +396,7 @@ class Job:
             layout = state_layout(self.spark, config.checkpoint.path, STATE_SHARDS)
         except ValueError as exc:
             raise UserError(f"checkpoint.path: {exc}") from None
-        if self._progress_target is None and log_source:
+        if self._progress_target is None and self._reads_kafka:
             self._progress_target = self._kafka_progress_target()
         # Every skip reason exists from the start: a counter that appears only on its first
         # increment hides that increment from rate() and increase().
