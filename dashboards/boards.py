@@ -295,6 +295,12 @@ def group_detail() -> dict[str, Any]:
         g.timeseries("Partitions per member", [g.target(
             _s("kafka_consumergroup_member_assigned_partitions", ONE_GROUP), "{{client_id}} {{member_id}}")],
             stack=True),
+        g.timeseries("Lag per member", [
+            g.target(_s("kafka_consumergroup_member_lag", ONE_GROUP), "{{client_id}} {{member_id}}"),
+            g.target(_s("kafka_consumergroup_member_max_lag", ONE_GROUP), "max {{client_id}} {{member_id}}")],
+            description="Which consumer is behind: the lag of the partitions each member owns, summed, and "
+                        "the highest of them. Served with metrics.member_lag: true (off by default: a series "
+                        "per member)."),
         g.timeseries("Generation / epoch", [g.target(_s("kafka_consumergroup_generation", ONE_GROUP), "generation")],
                      description="Classic generation id, or the group epoch for KIP-848 groups. Each step is a "
                                  "rebalance."),

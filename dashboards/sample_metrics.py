@@ -85,6 +85,14 @@ Labels = dict[str, str]
 Sample = tuple[Labels, object]   # value: float, or a histogram dict
 
 
+# A member owns the next `count` partitions of its group's topic (SampleGroup.members order).
+_MEMBER_LAG: dict[str, Callable[[list[float]], float]] = {
+    "kafka_consumergroup_member_lag": sum,
+    "kafka_consumergroup_member_max_lag": max,
+    "kafka_consumergroup_member_max_lag_seconds": lambda lags: max(lags) / 25,
+}
+
+
 def _group_samples(name: str, t: float, now: float) -> list[Sample]:
     rows: list[Sample] = []
     for grp in GROUPS:
@@ -119,6 +127,14 @@ def _group_samples(name: str, t: float, now: float) -> list[Sample]:
             for member_id, client_id, host, instance, count in grp.members():
                 rows.append((dict(g, member_id=member_id, client_id=client_id, client_host=host,
                                   instance_id=instance), count))
+        elif name in _MEMBER_LAG:
+            first = 0
+            for member_id, client_id, host, instance, count in grp.members():
+                owned = lags[first:first + count]
+                first += count
+                if owned:
+                    rows.append((dict(g, member_id=member_id, client_id=client_id, client_host=host,
+                                      instance_id=instance), _MEMBER_LAG[name](owned)))
         elif name == "kafka_consumergroup_unassigned_partitions":
             rows.append((dict(g, topic=grp.topic), TOPICS[grp.topic] - sum(grp.assigned)))
         elif name == "kafka_consumergroup_topic_lag":

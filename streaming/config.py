@@ -179,6 +179,8 @@ class MetricsConfig:
                              "kafka_lag_exporter, burrow")
     granularity: str = _key("partition", "a group's lag series per partition, or per topic only "
                             "(sums, maxima and partitions per status): partition | topic")
+    member_lag: bool = _key(False, "lag summed and maximised per consumer (member id, client id, "
+                            "host): a series per group member, hence off by default")
 
 
 @dataclass(frozen=True)

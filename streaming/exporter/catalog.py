@@ -38,10 +38,16 @@ KAFKA_LAG_EXPORTER = "kafka_lag_exporter"
 BURROW = "burrow"
 COMPAT_TARGETS = (KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, BURROW)
 
+# Families that multiply the series count, served only when their switch is on
+# (metrics.member_lag: a series per consumer).
+MEMBER_LAG = "member_lag"
+SWITCHES = (MEMBER_LAG,)
+
 C = ("cluster",)
 G = ("cluster", "group")
 GT = G + ("topic",)
 GTP = GT + ("partition",)
+GM = G + ("member_id", "client_id", "client_host", "instance_id")
 TP = ("cluster", "topic", "partition")
 KLE = ("cluster", "cluster_name")
 KLE_P = KLE + ("group", "topic", "partition", "member_host", "consumer_id", "client_id")
@@ -73,13 +79,17 @@ class MetricFamily:
     # Served only at this `metrics.granularity` (None: at both): a series per group and partition
     # (PARTITION) or its per-topic roll-up replacing it (TOPIC).
     granularity: str | None = None
+    switch: str | None = None      # served only with this switch on (SWITCHES)
 
-    def served_with(self, compat: Iterable[str], granularity: str | None = None) -> bool:
-        """Whether served with these compat targets at this granularity (None: at any)."""
+    def served_with(self, compat: Iterable[str], granularity: str | None = None,
+                    switches: Iterable[str] | None = None) -> bool:
+        """Whether served with these compat targets at this granularity (None: at any) and
+        these switches on (None: whichever)."""
         compat = tuple(compat)
         return ((self.only_with is None or self.only_with in compat)
                 and (self.not_with is None or self.not_with not in compat)
-                and (granularity is None or self.granularity in (None, granularity)))
+                and (granularity is None or self.granularity in (None, granularity))
+                and (switches is None or self.switch is None or self.switch in tuple(switches)))
 
     def with_compat(self, compat: Iterable[str]) -> MetricFamily:
         """This family as served with these compat targets (their labels appended)."""
@@ -121,8 +131,7 @@ CATALOG: tuple[MetricFamily, ...] = (
     _f("kafka_consumergroup_members", GAUGE, "Members in the last stored generation / epoch.", G,
        compat_labels=KE_GROUP_LABELS),
     _f("kafka_consumergroup_member_assigned_partitions", GAUGE,
-       "Partitions assigned to the member.",
-       G + ("member_id", "client_id", "client_host", "instance_id")),
+       "Partitions assigned to the member.", GM),
     _f("kafka_consumergroup_assignment_skew", GAUGE,
        "Max minus min assigned partitions over members with the same subscription.", G),
     _f("kafka_consumergroup_idle_members", GAUGE, "Members with zero partitions.", G),
@@ -164,6 +173,15 @@ CATALOG: tuple[MetricFamily, ...] = (
        compat_labels=KLE_GROUP_LABELS),
     _f("kafka_consumergroup_group_max_lag_seconds", GAUGE,
        "Highest partition time lag of the group.", G, compat_labels=KLE_GROUP_LABELS),
+    _f("kafka_consumergroup_member_lag", GAUGE,
+       "Sum of the lags of the member's assigned partitions (those with a committed offset "
+       "and a known end offset; metrics.member_lag).", GM, switch=MEMBER_LAG),
+    _f("kafka_consumergroup_member_max_lag", GAUGE,
+       "Highest lag of the member's assigned partitions (metrics.member_lag).", GM,
+       switch=MEMBER_LAG),
+    _f("kafka_consumergroup_member_max_lag_seconds", GAUGE,
+       "Highest time lag of the member's assigned partitions (metrics.member_lag).", GM,
+       switch=MEMBER_LAG),
     _f("kafka_consumergroup_lag_unknown_partitions", GAUGE,
        "Committed partitions whose end offset is unknown (topic not describable, deleted, not "
        "polled yet): their lag is not served and the group's lag roll-ups leave them out, and a "
@@ -262,17 +280,18 @@ CATALOG: tuple[MetricFamily, ...] = (
 )
 
 
-def served_families(compat: Iterable[str] = (),
-                    granularity: str | None = None) -> list[MetricFamily]:
-    """The families served with these compat targets at this granularity (None: the families
-    of both, as dashboards and rules may use either), labels resolved, in exposition order."""
+def served_families(compat: Iterable[str] = (), granularity: str | None = None,
+                    switches: Iterable[str] | None = None) -> list[MetricFamily]:
+    """The families served with these compat targets at this granularity and these switches
+    on (None: the families of both granularities, or of every switch, as dashboards and rules
+    may use any), labels resolved, in exposition order."""
     compat = tuple(compat)
     return [family.with_compat(compat) for family in CATALOG
-            if family.served_with(compat, granularity)]
+            if family.served_with(compat, granularity, switches)]
 
 
-def exported_series(compat: Iterable[str] = (),
-                    granularity: str | None = None) -> dict[str, frozenset[str]]:
+def exported_series(compat: Iterable[str] = (), granularity: str | None = None,
+                    switches: Iterable[str] | None = None) -> dict[str, frozenset[str]]:
     """Every series name in the exposition -> the labels it carries."""
-    return {name: labels for family in served_families(compat, granularity)
+    return {name: labels for family in served_families(compat, granularity, switches)
             for name, labels in family.series().items()}

@@ -28,11 +28,13 @@ except Exception:  # not installed (running from a source tree)
 Sink = dict  # family name -> list of (label values, value) samples
 
 
-def family_specs(compat: tuple[str, ...], granularity: str = PARTITION) -> dict[str, Family]:
-    """Every family the exporter serves with these compat targets at this granularity, in
-    exposition order, as empty Family objects (name, kind, help, label names) to fill."""
+def family_specs(compat: tuple[str, ...], granularity: str = PARTITION,
+                 switches: tuple[str, ...] = ()) -> dict[str, Family]:
+    """Every family the exporter serves with these compat targets at this granularity and
+    these switches on, in exposition order, as empty Family objects (name, kind, help, label
+    names) to fill."""
     return {f.name: Family(f.name, f.kind, f.help, f.labels)
-            for f in served_families(compat, granularity)}
+            for f in served_families(compat, granularity, switches)}
 
 
 def build_families(view: MonitorView, now_s: float | None = None) -> list[Family]:
@@ -47,7 +49,8 @@ def build_families(view: MonitorView, now_s: float | None = None) -> list[Family
         columns = lag_part(view, now) + log_part(view)
         monitor: Sink = {}
         evaluator.monitor(monitor)
-    families = family_specs(view.settings.compat, view.settings.granularity)
+    families = family_specs(view.settings.compat, view.settings.granularity,
+                            view.settings.switches)
     for family in columns:
         sink.setdefault(family.name, []).extend(family.samples())
     for name, family in families.items():
@@ -62,7 +65,8 @@ def lag_part(view: MonitorView, now: float, kept: dict | None = None) -> list[Co
     return lag_families(evaluate(view, now), view.settings.cluster, view.settings.compat,
                         view.settings.granularity, view.topic_table(),
                         lambda name: groups[name].owners,
-                        lambda name: groups[name].ever_had_members, kept)
+                        lambda name: groups[name].ever_had_members, kept,
+                        member_lag=view.settings.member_lag)
 
 
 def log_part(view: MonitorView) -> list[ColumnFamily]:

@@ -170,15 +170,78 @@ def _statuses_by_topic(frame: LagFrame, runs: np.ndarray):
     return order[starts], np.diff(np.r_[starts, len(order)])
 
 
+def _row_owners(frame: LagFrame, topics: NameTable,
+                owners: Callable[[str], dict]) -> tuple[list[dict | None], np.ndarray]:
+    """The members that own `frame`'s rows: the member dicts seen (index 0: no owner) and each
+    row's index into them. Groups without members (most, in estates of standalone consumers)
+    cost one lookup, not one per row."""
+    members: list[dict | None] = [None]
+    index: dict[int, int] = {}
+    member_of = np.zeros(len(frame), dtype=np.int64)
+    if not len(frame):
+        return members, member_of
+    raw_topics = topics.raw
+    starts = segment_starts(frame.group_pos)
+    bounds = np.r_[starts, len(frame)].tolist()
+    group_pos, topic, partition = frame.group_pos, frame.topic, frame.partition
+    for first, end in zip(bounds, bounds[1:]):
+        owned = owners(frame.groups[group_pos[first]])
+        if not owned:
+            continue
+        for i, t, p in zip(range(first, end), topic[first:end].tolist(),
+                           partition[first:end].tolist()):
+            owner = owned.get((raw_topics[t], p))
+            if owner is not None:
+                found = index.get(id(owner))
+                if found is None:
+                    found = index[id(owner)] = len(members)
+                    members.append(owner)
+                member_of[i] = found
+    return members, member_of
+
+
+def _member_families(put: Callable, frame: LagFrame, cluster: str, groups: NameTable,
+                     k: np.ndarray, members: list[dict | None], member_of: np.ndarray) -> None:
+    """metrics.member_lag: each member's lag summed and maximised over the partitions it owns
+    whose lag is known (rows `k`)."""
+    owned = k[member_of[k] > 0]
+    if not len(owned):
+        return
+    of = member_of[owned]
+    lag, seconds = frame.lag[owned], frame.seconds[owned]
+    count = len(members)
+    total = np.zeros(count, dtype=np.int64)
+    np.add.at(total, of, lag)
+    highest = np.full(count, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(highest, of, lag)
+    highest_s = np.full(count, np.nan)
+    np.fmax.at(highest_s, of, seconds)
+    group_of = np.zeros(count, dtype=np.int64)
+    group_of[of] = frame.group_pos[owned]
+    shown = np.unique(of)
+    label_of = [members[m] or {} for m in shown.tolist()]
+    labels = [("cluster", cluster), ("group", IndexedNames(groups, group_of[shown]))]
+    for label, key in (("member_id", "member_id"), ("client_id", "client_id"),
+                       ("client_host", "client_host"), ("instance_id", "group_instance_id")):
+        table = NameTable([m.get(key) or "" for m in label_of])
+        labels.append((label, IndexedNames(table, np.arange(len(shown)))))
+    put("kafka_consumergroup_member_lag", labels, total[shown])
+    put("kafka_consumergroup_member_max_lag", labels, highest[shown])
+    seconds_shown = highest_s[shown]  # as the group's maximum: none known counts as 0
+    put("kafka_consumergroup_member_max_lag_seconds", labels,
+        np.where(np.isnan(seconds_shown), 0.0, np.maximum(seconds_shown, 0.0)), True)
+
+
 def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granularity: str,
                  topics: NameTable, owners: Callable[[str], dict],
                  ever_had_members: Callable[[str], bool],
-                 kept: dict | None = None) -> list[ColumnFamily]:
+                 kept: dict | None = None, member_lag: bool = False) -> list[ColumnFamily]:
     """The lag part of every group in `frame`: what the per-partition figures and their
     roll-ups serve. `owners(group)` gives a group's (topic, partition) -> member map and
     `ever_had_members(group)` whether it ever had one (kafka-lag-exporter's labels). `kept`,
     a dict the caller keeps between calls, holds the label text of every group-partition
-    until the rows change (`frame.order_key`): most of each line, built once."""
+    until the rows change (`frame.order_key`): most of each line, built once. `member_lag`:
+    the per-member roll-ups too (metrics.member_lag)."""
     out = _Families(compat, granularity)
     put, at = out.put, _labels_at
     ke, kle, burrow = (KAFKA_EXPORTER in compat, KAFKA_LAG_EXPORTER in compat,
@@ -193,6 +256,11 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
     known = frame.known
     k = np.flatnonzero(known)
     per_partition = granularity == PARTITION
+    kle_rows = kle and per_partition
+    members, member_of = (_row_owners(frame, topics, owners) if member_lag or kle_rows
+                          else ([None], None))
+    if member_lag:
+        _member_families(put, frame, c, groups, k, members, member_of)
 
     if per_partition:
         kept = {} if kept is None else kept
@@ -302,20 +370,10 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
         put("burrow_kafka_consumer_partition_lag", at(burrow_gtp, k), frame.lag[k])
     if kle:
         # The owning member's labels: a table of the members seen, indexed per partition.
-        seen: dict[tuple[str, str, str], int] = {("", "", ""): 0}
-        member_of = np.zeros(len(frame), dtype=np.int64)
-        raw_topics = topics.raw
-        for i, (g, t, p) in enumerate(zip(frame.group_pos.tolist(), frame.topic.tolist(),
-                                          frame.partition.tolist())):
-            owner = owners(frame.groups[g]).get((raw_topics[t], p))
-            if owner:
-                key = (owner.get("client_host") or "", owner.get("member_id") or "",
-                       owner.get("client_id") or "")
-                member_of[i] = seen.setdefault(key, len(seen))
-        labels = list(seen)
-        hosts_table = NameTable([h for h, _, _ in labels])
-        ids_table = NameTable([m for _, m, _ in labels])
-        clients_table = NameTable([cl for _, _, cl in labels])
+        labels = [{} if m is None else m for m in members]
+        hosts_table = NameTable([m.get("client_host") or "" for m in labels])
+        ids_table = NameTable([m.get("member_id") or "" for m in labels])
+        clients_table = NameTable([m.get("client_id") or "" for m in labels])
         kle_p = [("cluster", c), ("cluster_name", c), ("group", group_col), gtp[2], gtp[3],
                  ("member_host", IndexedNames(hosts_table, member_of)),
                  ("consumer_id", IndexedNames(ids_table, member_of)),

@@ -65,7 +65,8 @@ class MetricsCache:
     def __init__(self, view: MonitorView, max_age_s: float = 30.0) -> None:
         self.view = view
         self.max_age_s = max_age_s
-        self.specs: dict[str, Family] = family_specs(view.settings.compat, view.settings.granularity)
+        self.specs: dict[str, Family] = family_specs(view.settings.compat, view.settings.granularity,
+                                                   view.settings.switches)
         self._slot = {name: i for i, name in enumerate(self.specs)}
         self._headers = [render_header(family).encode() for family in self.specs.values()]
         self._empty: FamilyChunks = (b"",) * len(self.specs)

@@ -24,7 +24,7 @@ import numpy as np
 from coordinator.lag_arrays import NO_LAG, offsets_at
 from coordinator.status import StatusSettings
 from coordinator.timelag import DEFAULT_TABLE_SIZE
-from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, PARTITION
+from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, MEMBER_LAG, PARTITION
 from streaming.exporter.ends_table import EndsTable, tp_key, tp_parts
 from streaming.exporter.lag_render import NameTable
 from streaming.exporter.partition_table import Names, PartitionTable
@@ -47,6 +47,7 @@ class ViewSettings:
     groups: Selection = EVERYTHING       # groups.include, groups.exclude
     topics: Selection = EVERYTHING       # topics.include, topics.exclude
     granularity: str = PARTITION         # metrics.granularity
+    member_lag: bool = False             # metrics.member_lag
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.compat if name not in COMPAT_TARGETS]
@@ -58,6 +59,11 @@ class ViewSettings:
                              f"{', '.join(GRANULARITIES)}")
         if self.expire_after_s <= 0 or self.dead_grace_s < 0:
             raise ValueError("groups.expire_after must be > 0 and groups.dead_grace >= 0")
+
+    @property
+    def switches(self) -> tuple[str, ...]:
+        """The catalog's switches (catalog.SWITCHES) these settings turn on."""
+        return (MEMBER_LAG,) if self.member_lag else ()
 
 
 class GroupRecord:

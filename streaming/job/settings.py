@@ -29,6 +29,7 @@ def view_settings(config) -> ViewSettings:
                               recent_catch_up_s=status.recent_catch_up),
         compat=tuple(config.metrics.compat),
         granularity=config.metrics.granularity,
+        member_lag=config.metrics.member_lag,
         groups=selection(config.groups.include, config.groups.exclude),
         topics=selection(config.topics.include, config.topics.exclude))
 

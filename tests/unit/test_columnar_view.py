@@ -2,7 +2,8 @@
 a time; after any sequence of commits, polls, offset deletions and time passing, the series it
 serves equal a scalar evaluation of the same history with coordinator's own functions (one
 OffsetTimeline per partition, one CommitWindow per group-partition: what the view held before it
-held columns)."""
+held columns). Per member too: the lag of the partitions each owns, summed and maximised as
+the group's are."""
 from __future__ import annotations
 
 import math
@@ -48,6 +49,7 @@ class Scalar:
         self.starts: dict[tuple[str, int], int] = {}
         # group -> (topic, partition) -> [offset, commit_s, window]
         self.groups: dict[str, dict[tuple[str, int], list]] = {}
+        self.members: dict[str, dict[str, set[tuple[str, int]]]] = {}  # group -> member -> owned
 
     def commit(self, group: str, key: tuple[str, int], offset: int, commit_s: float) -> None:
         held = self.groups.setdefault(group, {})
@@ -83,7 +85,7 @@ class Scalar:
             out.setdefault(name, {})[labels] = v
 
         for group, held in self.groups.items():
-            rows, statuses = [], []
+            rows, statuses, known = [], [], []
             for (topic, p), (offset, commit_s, window) in held.items():
                 labels = (group, topic, str(p))
                 put("kafka_consumergroup_committed_offset", labels, offset)
@@ -109,10 +111,18 @@ class Scalar:
                 statuses.append(status)
                 put("kafka_consumergroup_partition_status", labels, int(status))
                 rows.append((topic, lag, seconds))
+                known.append((topic, p))
             put("kafka_consumergroup_status", (group,), int(group_status(statuses))
                 if statuses else 0)
             put("kafka_consumergroup_lag_unknown_partitions", (group,),
                 sum(1 for s in statuses if s is Status.NOTFOUND))
+            for member_id, owned in self.members.get(group, {}).items():
+                mine = [row for row, key in zip(rows, known) if key in owned]
+                if mine:
+                    rollup = roll_up(mine)
+                    put("member_lag", (group, member_id), rollup.total)
+                    put("member_max_lag", (group, member_id), rollup.max_lag)
+                    put("member_max_lag_seconds", (group, member_id), rollup.max_lag_seconds)
             if rows:
                 rollup = roll_up(rows)
                 put("kafka_consumergroup_group_lag", (group,), rollup.total)
@@ -136,8 +146,8 @@ def served(samples, name: str) -> dict[tuple, float]:
 @given(st.lists(_OPS, min_size=10, max_size=60))
 def test_the_columns_serve_what_a_scalar_evaluation_of_the_same_history_gives(ops):
     clock = Clock()
-    view = MonitorView(ViewSettings(cluster="test", status=STATUS, time_table_size=TABLE),
-                       clock=clock)
+    view = MonitorView(ViewSettings(cluster="test", status=STATUS, time_table_size=TABLE,
+                                    member_lag=True), clock=clock)
     cache = MetricsCache(view)
     scalar = Scalar()
     committed: dict[str, dict[tuple[str, int], tuple[int, float]]] = {}
@@ -151,7 +161,13 @@ def test_the_columns_serve_what_a_scalar_evaluation_of_the_same_history_gives(op
                     held[key] = (max(0, held.get(key, (95, 0.0))[0] + step), clock.now)
             else:
                 held.pop(HELD[op[1]][op[2]], None)
-            members = [member("m", list(held), topics=TOPICS)]
+            # Two members share the partitions held, split where the op count says: now one
+            # owns them all, now each owns some.
+            owned = sorted(held)
+            split = len(committed[group]) and sum(map(ord, repr(op))) % (len(owned) + 1)
+            members = [member("m0", owned[:split], topics=TOPICS),
+                       member("m1", owned[split:], topics=TOPICS)]
+            scalar.members[group] = {"m0": set(owned[:split]), "m1": set(owned[split:])}
             view.update_groups([snapshot(group, members, [(t, p, o, ts) for (t, p), (o, ts)
                                                           in sorted(held.items())],
                                          subscribed=list(TOPICS), updated_s=clock.now)])
@@ -178,7 +194,12 @@ def test_the_columns_serve_what_a_scalar_evaluation_of_the_same_history_gives(op
     cache.refresh()  # time lags as of now (between refreshes a scrape serves the last ones)
     samples = parse(cache.text())
     for name, expected in scalar.expected(clock.now).items():
-        got = served(samples, name)
+        if name.startswith("member_"):
+            name = f"kafka_consumergroup_{name}"
+            got = {(dict(labels)["group"], dict(labels)["member_id"]): v
+                   for labels, v in samples.get(name, {}).items()}
+        else:
+            got = served(samples, name)
         assert set(got) == set(expected), name
         for key, v in expected.items():
             if isinstance(v, float) and math.isnan(v):

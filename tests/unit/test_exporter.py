@@ -111,6 +111,36 @@ def feed_orders_group(view, clock):
                              ("audit", 0): 0}, T0 - 10, 0.05)
 
 
+@pytest.mark.parametrize("granularity", GRANULARITIES)
+def test_member_lag_sums_and_maximises_the_partitions_each_member_owns(served, clock, granularity):
+    view, port = served(member_lag=True, granularity=granularity)
+    feed_orders_group(view, clock)
+    samples = parse(scrape(port)[1])
+    member_labels = {"m-a": dict(client_id="a", client_host="/10.0.0.1", instance_id=""),
+                     "m-b": dict(client_id="b", client_host="/10.0.0.2", instance_id="i-b")}
+    owned = {"m-a": (0, 1), "m-b": (2,)}
+    # The same group in a view without the switch, at partition granularity: its lag per
+    # partition is what the member figures are made of.
+    reference, reference_port = served()
+    feed_orders_group(reference, clock)
+    ref = parse(scrape(reference_port)[1])
+    for mid, partitions in owned.items():
+        labels = dict(group="shop", member_id=mid, **member_labels[mid])
+        lags = [value(ref, "kafka_consumergroup_lag", group="shop", topic="orders",
+                      partition=str(p)) for p in partitions]
+        seconds = [value(ref, "kafka_consumergroup_lag_seconds", group="shop", topic="orders",
+                         partition=str(p)) for p in partitions]
+        assert value(samples, "kafka_consumergroup_member_lag", **labels) == sum(lags)
+        assert value(samples, "kafka_consumergroup_member_max_lag", **labels) == max(lags)
+        assert value(samples, "kafka_consumergroup_member_max_lag_seconds", **labels) == max(seconds)
+    assert sum(lags) == 0 and value(samples, "kafka_consumergroup_member_lag",  # m-b: caught up
+                                     group="shop", member_id="m-b", **member_labels["m-b"]) == 0
+    # The idle member owns nothing, so it has no lag series; and without the switch, no member
+    # has one.
+    assert {dict(k)["member_id"] for k in samples["kafka_consumergroup_member_lag"]} == {"m-a", "m-b"}
+    assert "kafka_consumergroup_member_lag" not in ref
+
+
 def test_healthz_is_503_until_ready(served):
     view, port = served()
     with pytest.raises(urllib.error.HTTPError) as error:
@@ -488,13 +518,14 @@ def test_scrape_picks_up_group_changes_without_a_refresh(served, clock):
 
 
 @pytest.mark.parametrize("granularity", GRANULARITIES)
-@pytest.mark.parametrize("compat", [(), *((target,) for target in COMPAT_TARGETS),
-                                    COMPAT_TARGETS])
-def test_exposition_matches_the_catalog(served, clock, compat, granularity):
-    """Every series the catalog declares for these compat targets and this granularity (what
-    dashboards and rules are checked against) is exported with exactly those labels, and nothing
-    else is."""
-    view, port = served(compat=compat, granularity=granularity)
+@pytest.mark.parametrize("compat,member_lag", [((), False), ((), True),
+                                               *(((target,), False) for target in COMPAT_TARGETS),
+                                               (COMPAT_TARGETS, True)])
+def test_exposition_matches_the_catalog(served, clock, compat, granularity, member_lag):
+    """Every series the catalog declares for these compat targets, this granularity and these
+    switches (what dashboards and rules are checked against) is exported with exactly those
+    labels, and nothing else is."""
+    view, port = served(compat=compat, granularity=granularity, member_lag=member_lag)
     feed_orders_group(view, clock)
     view.apply_events([{"event": "rebalance", "group": "shop", "timestamp_ms": int(T0 * 1000),
                         "partition": 1, "offset": 1, "end_ms": int(T0 * 1000),
@@ -505,7 +536,7 @@ def test_exposition_matches_the_catalog(served, clock, compat, granularity):
     for family in text_string_to_metric_families(scrape(port)[1]):
         for sample in family.samples:
             seen.setdefault(sample.name, set()).add(frozenset(sample.labels))
-    expected = exported_series(compat, granularity)
+    expected = exported_series(compat, granularity, view.settings.switches)
     assert set(seen) == set(expected)
     for name, label_sets in seen.items():
         assert label_sets == {expected[name]}, name
