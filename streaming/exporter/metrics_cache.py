@@ -24,6 +24,8 @@ import threading
 from dataclasses import dataclass
 from typing import Iterator
 
+import pyarrow as pa
+
 from streaming.exporter.evaluation import Evaluator, Sink, family_specs, lag_part, log_part
 from streaming.exporter.lag_render import ColumnFamily
 from streaming.exporter.exposition import Family, LabelCache, render_header, render_samples
@@ -48,6 +50,25 @@ class Parts:
     state_families: set[int]
 
 
+_PIECE_SIZE = 1 << 16
+
+
+def _joined(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """`chunks` joined into pieces of about `_PIECE_SIZE`: few enough writes, and no piece so
+    large that a scrape grows the heap (one family of 10^5 groups' states is tens of MB)."""
+    gathered: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        if chunk:
+            gathered.append(chunk)
+            size += len(chunk)
+            if size >= _PIECE_SIZE:
+                yield b"".join(gathered)
+                gathered, size = [], 0
+    if gathered:
+        yield b"".join(gathered)
+
+
 def pieces(headers: list[bytes], views: list[Parts]) -> Iterator[bytes]:
     """The exposition of `views` (each with the same families) a family at a time: the text
     format wants each family's samples together, whatever view they come from."""
@@ -55,7 +76,7 @@ def pieces(headers: list[bytes], views: list[Parts]) -> Iterator[bytes]:
         yield header
         for parts in views:
             if slot in parts.state_families:
-                yield b"".join([chunks[slot] for chunks in parts.states])
+                yield from _joined(chunks[slot] for chunks in parts.states)
             yield parts.lag[slot]
             yield parts.topics[slot]
             yield parts.monitor[slot]
@@ -113,6 +134,11 @@ class MetricsCache:
                 lag, logs = lag_part(view, now, self._kept), log_part(view)
             # Rendered outside the view's lock: the columns are copies.
             self.lag_chunks, self.topic_chunks = self._columns(lag), self._columns(logs)
+            del lag, logs
+            # A render's intermediate columns and the text it replaced are freed now; Arrow's
+            # allocator keeps such pages for reuse unless asked: about 950 B a group-partition,
+            # as much again as the text kept (500,000 of them, benchmarks/memory.py).
+            pa.default_memory_pool().release_unused()
             state = {} if full else self.state_chunks
             for first in range(0, len(names), _GROUPS_PER_LOCK):
                 with view.lock:

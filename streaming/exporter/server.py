@@ -70,8 +70,9 @@ def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
             pieces: Iterable[bytes] = cache.exposition()
             headers = [("Content-Type", CONTENT_TYPE)]
             if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
-                pieces = gzipped(pieces)
                 headers.append(("Content-Encoding", "gzip"))
+                start_response("200 OK", headers)
+                return gzipped(_slices(pieces))
             start_response("200 OK", headers)
             return _as_bytes(pieces)
         start_response("404 Not Found", [("Content-Type", "text/plain")])
@@ -97,28 +98,36 @@ def _health(view: MonitorView) -> str:
     return "catching up on __consumer_offsets"
 
 
-def gzipped(pieces: Iterable[bytes]) -> Iterator[bytes]:
+def gzipped(pieces: Iterable[bytes | memoryview]) -> Iterator[bytes]:
     """`pieces` as one gzip stream, compressed as they come (level 1: a scrape of 10^5
     partitions compresses about 30 to 1 even so)."""
     compressor = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     for piece in pieces:
         if piece:
-            yield compressor.compress(piece)
+            out = compressor.compress(piece)
+            if out:
+                yield out
     yield compressor.flush()
 
 
 _WRITE_SIZE = 1 << 20
 
 
-def _as_bytes(pieces: Iterable[bytes | memoryview]) -> Iterator[bytes]:
-    """WSGI writes bytes only; the lag part is served from Arrow's buffers as memoryviews,
-    copied out a megabyte at a time rather than whole."""
+def _slices(pieces: Iterable[bytes | memoryview]) -> Iterator[bytes | memoryview]:
+    """The lag part (memoryviews of Arrow's buffers, up to a gigabyte at 10^6 partitions) a
+    megabyte at a time, so that nothing serving a scrape, compressed or not, allocates more."""
     for piece in pieces:
         if isinstance(piece, memoryview):
             for first in range(0, len(piece), _WRITE_SIZE):
-                yield piece[first:first + _WRITE_SIZE].tobytes()
+                yield piece[first:first + _WRITE_SIZE]
         elif piece:
             yield piece
+
+
+def _as_bytes(pieces: Iterable[bytes | memoryview]) -> Iterator[bytes]:
+    """WSGI writes bytes only: the lag part's slices are copied out, a megabyte at a time."""
+    for piece in _slices(pieces):
+        yield piece.tobytes() if isinstance(piece, memoryview) else piece
 
 
 def _authorised(environ, settings: ExporterSettings) -> bool:

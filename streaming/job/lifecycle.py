@@ -219,15 +219,18 @@ class BatchSink:
         raise QueryStopping(STOPPING_MESSAGE)
 
     def handle_rows(self, rows, batch_id: int) -> None:
-        snapshots: list[dict[str, Any]] = []
+        # (group, updated_ms, JSON): each is parsed only as the view takes it, so a catch-up
+        # batch of 10^5 groups never holds all their parsed offsets at once. Those short-lived
+        # objects, made all together, left the driver hundreds of MB of freed heap it could
+        # not give back, pinned by the long-lived ones made among them.
+        snapshots: list[tuple[str, int, str]] = []
         points: list[tuple[str, int, str, str]] = []
         events: list[dict[str, Any]] = []
-        payloads: dict[int, str] = {}  # id(parsed) -> its JSON, so history need not dump it again
+        payloads: dict[int, str] = {}  # id(parsed event) -> its JSON: history need not dump it
         monitor = None
         for group, kind, payload, ts_ms in rows:
-            if kind == "snapshot":
-                snapshots.append(compact_json.loads(payload))
-                payloads[id(snapshots[-1])] = payload
+            if kind == "snapshot":  # its ts_ms is the state's updated_ms (pipeline/state_stage)
+                snapshots.append((group, int(ts_ms or 0), payload))
             elif kind == "snapshot_point":
                 points.append((group, int(ts_ms), "snapshot", payload))
             elif kind == "event":
@@ -245,7 +248,7 @@ class BatchSink:
         if batch_id <= self.counted_through:
             events = [e for e in events if e["event"] not in HISTORY_EVENTS]
         with self.view.lock:
-            self.view.update_groups(snapshots)
+            self.view.update_groups(compact_json.loads(payload) for _, _, payload in snapshots)
             self.view.apply_events(events)
             if monitor is not None:
                 self._apply_monitor(monitor)
@@ -272,7 +275,7 @@ class BatchSink:
             self.view.end_seed()  # the log has brought every group it holds
         self._caught_up = ready
 
-    def _write_history(self, batch_id: int, snapshots: list[dict[str, Any]],
+    def _write_history(self, batch_id: int, snapshots: list[tuple[str, int, str]],
                        points: list[tuple[str, int, str, str]], events: list[dict[str, Any]],
                        payloads: Mapping[int, str]) -> None:
         """Events worth keeping; the group as it was after each change (`points`); and each
@@ -282,13 +285,11 @@ class BatchSink:
         changed = {e["group"] for e in events if e["event"] in HISTORY_EVENTS}
         now = time.time()
         snapshot_rows = list(points)
-        for snap in snapshots:
-            name = snap["group"]
+        for name, updated_ms, payload in snapshots:
             last = self._snapshot_written.get(name)
             if name in changed or last is None or now - last >= self.snapshot_interval_s:
                 self._snapshot_written[name] = now
-                snapshot_rows.append((name, int(snap.get("updated_ms") or 0), "snapshot",
-                                      payloads[id(snap)]))
+                snapshot_rows.append((name, updated_ms, "snapshot", payload))
         if event_rows:
             self.history.write(batch_id, "events", event_rows)
         if snapshot_rows:

@@ -15,7 +15,7 @@ from streaming.localmode.checkpoint_renames import use_plain_renames
 from streaming.localmode.daemon_prestart import start_worker_daemon
 from streaming.localmode.jvm_class_cache import with_class_cache
 from streaming.localmode.jvm_jit import with_quick_jit
-from streaming.localmode.lean_memory import limit_malloc_arenas, with_lean_memory
+from streaming.localmode.lean_memory import lean_malloc, with_lean_memory
 from streaming.localmode.python_zygote import ENV_KEY as ZYGOTE_ENV, start_zygote
 from streaming.localmode.static_source_lookup import skip_static_source_lookup
 from streaming.localmode.worker_python import worker_python
@@ -39,8 +39,9 @@ def tuned_session(builder, user_conf: Mapping[str, str], checkpoint_path: str):
     cache and quick JIT, the worker daemon's settings, plain checkpoint renames, no search for
     installed Python data sources, and the worker daemon started early. The user's `spark.conf`
     (`user_conf`) still wins over every setting made here. Memory between micro-batches is kept
-    lean too: workers not reused, the driver's heap given back, few malloc arenas."""
-    limit_malloc_arenas()  # before the zygote and the JVM start, so that they inherit it
+    lean too: workers not reused, the driver's heap given back, few malloc arenas and
+    large blocks given back as soon as they are freed."""
+    lean_malloc()  # before the zygote and the JVM start, so that they inherit it
     if "PYSPARK_PYTHON" not in os.environ:
         os.environ["PYSPARK_PYTHON"] = worker_python()
         if os.environ["PYSPARK_PYTHON"] != sys.executable and ZYGOTE_ENV not in os.environ:

@@ -1,10 +1,12 @@
 """A local-mode job holds less memory between micro-batches: Python workers are not reused, the
-driver JVM gives unused heap back, and processes keep few malloc arenas; the user's own choices
+driver JVM gives unused heap back, and processes keep few malloc arenas and give large blocks
+back; the user's own choices
 win."""
 from __future__ import annotations
 
 
-from streaming.localmode.lean_memory import HEAP_OPTIONS, WORKER_REUSE, with_lean_memory
+from streaming.localmode.lean_memory import (ARENAS, HEAP_OPTIONS, MMAP_THRESHOLD, WORKER_REUSE,
+                                             with_lean_memory)
 
 
 def test_workers_are_not_reused_and_the_heap_is_given_back():
@@ -20,7 +22,8 @@ def test_the_users_own_choices_win():
 
 
 def test_the_driver_runs_lean(startup):
-    for run in startup["auto"]:  # started without MALLOC_ARENA_MAX: the tuning sets it
+    for run in startup["auto"]:  # started without glibc's settings: the tuning sets them
         assert set(HEAP_OPTIONS.split()) <= set(run["args"])
         assert run["reuse"] == "false"
-        assert run["jvm_arenas"] == run["arenas"] == "2"
+        assert run["jvm_arenas"] == run["arenas"] == ARENAS
+        assert run["jvm_mmap_threshold"] == run["mmap_threshold"] == MMAP_THRESHOLD

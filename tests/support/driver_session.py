@@ -20,7 +20,8 @@ def run_new_session(script: str, cache_home, python: str = sys.executable, **ext
     env = {**os.environ, "XDG_CACHE_HOME": str(cache_home), **extra_env}
     # What this test process's own session set in its environment must not reach the new one:
     # it would pass for what the new session's tuning is meant to set itself.
-    for inherited in ("PYSPARK_PYTHON", "MALLOC_ARENA_MAX", ZYGOTE_VARIABLE):
+    for inherited in ("PYSPARK_PYTHON", "MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_",
+                      ZYGOTE_VARIABLE):
         if inherited not in extra_env:
             env.pop(inherited, None)
     out = subprocess.run([python, "-c", script], cwd=ROOT, env=env, capture_output=True,
@@ -49,7 +50,7 @@ spark = build_spark(config)
 
 # A job session that creates the job's source and reports what local-mode tuning decides at
 # start-up: the processes Spark's Python runs in (zygote, clients, plain), Spark's search for
-# installed data sources, the driver JVM's arguments, worker reuse and malloc arenas. With
+# installed data sources, the driver JVM's arguments, worker reuse and glibc's malloc settings. With
 # LOCAL_TUNING=off it also loads the replay format by name as Spark alone would.
 STARTUP_REPORT = REPLAY_SESSION + """
 from streaming.sources import build_source
@@ -72,7 +73,9 @@ out.update(searches=list(jvm_children(spark, "lookup_data_sources").values()),
                      .getInputArguments()),
            reuse=spark.conf.get("spark.python.worker.reuse", None),
            jvm_arenas=jvm.java.lang.System.getenv("MALLOC_ARENA_MAX"),
-           arenas=os.environ.get("MALLOC_ARENA_MAX"))
+           arenas=os.environ.get("MALLOC_ARENA_MAX"),
+           jvm_mmap_threshold=jvm.java.lang.System.getenv("MALLOC_MMAP_THRESHOLD_"),
+           mmap_threshold=os.environ.get("MALLOC_MMAP_THRESHOLD_"))
 print(json.dumps(out))
 """
 

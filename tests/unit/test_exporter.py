@@ -832,6 +832,28 @@ def test_a_gzipped_scrape_is_the_plain_one_compressed(served, clock):
                  partition="1") == 50
 
 
+def test_a_large_exposition_is_served_whole_in_pieces(served, clock):
+    """Past the sizes at which the server cuts its pieces (a family's group states joined
+    64 KB at a time, the lag part sent 1 MB at a time): plain, gzipped and `text()` agree."""
+    view, port = served()
+    view.update_topic_metadata({}, {"orders": 20})
+    view.update_groups([snapshot(f"g{g:04d}", [member(f"m{g}", [("orders", p) for p in range(20)])],
+                                 [("orders", p, 1000 + g, T0 - 30) for p in range(20)])
+                        for g in range(700)])
+    view.update_end_offsets({("orders", p): 5000 for p in range(20)},
+                            {("orders", p): 0 for p in range(20)}, T0 - 5, 0.01)
+    plain = scrape(port)[1]
+    assert len(plain) > 2 * 2**20
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics",
+                                     headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert gzip.decompress(response.read()).decode() == plain
+    samples = parse(plain)
+    assert len(samples["kafka_consumergroup_member_assigned_partitions"]) == 700
+    assert {v for v in samples["kafka_consumergroup_lag"].values()} == {5000 - 1000 - g
+                                                                        for g in range(700)}
+
+
 def test_a_scrape_serves_the_picture_it_started_from(clock):
     view = make_view(clock)
     feed_orders_group(view, clock)
