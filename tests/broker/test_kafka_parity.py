@@ -120,7 +120,8 @@ def lanes(spark, broker, broker39, tmp_path_factory):
     root = tmp_path_factory.mktemp("kafka-parity")
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        jobs = list(pool.map(lambda b: run_groupscope_job(spark, b.bootstrap, root / f"job-{b.version}"),
+        jobs = list(pool.map(lambda b: run_groupscope_job(spark, b.bootstrap, root / f"job-{b.version}",
+                                                          member_lag=True),
                              (broker, broker39)))
     made: list[Lane] = []
     try:
@@ -218,3 +219,17 @@ def test_kafka_admin_view_shows_what_the_rules_assume(lanes, version):
                 epochs = [view.epoch, view.target_epoch, *(m.epoch for m in view.members.values())]
                 assert all(e is not None for e in epochs) if version.startswith("4.") else \
                     all(e is None for e in epochs)
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
+def test_lag_per_member_was_compared(lanes, version):
+    """The comparison of metrics.member_lag is not an empty one: at the last look through the
+    AdminClient and through Kafka's command, every membership group's members that own
+    committed partitions have a lag on both sides (equal: the tests above)."""
+    lane = lanes[version]
+    for scenario in lane.scenarios:
+        if isinstance(scenario, MembershipScenario):
+            for kafka in (lane.last_admin[scenario.group], lane.final_kafka[scenario.group]):
+                assert kafka.member_lag, scenario.group
+            assert set(lane.final_ours[scenario.group].member_lag) == \
+                set(lane.final_kafka[scenario.group].member_lag)

@@ -74,8 +74,9 @@ class GroupscopeJob:
         stop_gracefully(self.process, 30)
 
 
-def _config(bootstrap: str, workdir: Path, port: int) -> str:
+def _config(bootstrap: str, workdir: Path, port: int, member_lag: bool = False) -> str:
     return f"""cluster: {{name: {CLUSTER}}}
+metrics: {{member_lag: {str(member_lag).lower()}}}
 source: {{bootstrap_servers: "{bootstrap}"}}
 checkpoint: {{path: "{workdir / 'checkpoint'}"}}
 history: {{path: "{workdir / 'history'}", format: json, snapshot_interval: 0s}}
@@ -114,16 +115,17 @@ def start_groupscope_job(bootstrap: str, workdir: Path, timeout_s: float = 120.0
     raise RuntimeError(f"groupscope run not ready in {timeout_s}s:\n{job.log()[-3000:]}")
 
 
-def run_groupscope_job(spark, bootstrap: str, workdir: Path) -> GroupscopeJob:
+def run_groupscope_job(spark, bootstrap: str, workdir: Path,
+                       member_lag: bool = False) -> GroupscopeJob:
     """The job of `start_groupscope_job`'s config file, as a query of `spark` in this process,
-    serving its own exporter. Its log is groupscope's log while it runs (every in-process job's
-    lines, when several run at once)."""
+    serving its own exporter (`member_lag`: metrics.member_lag). Its log is groupscope's log
+    while it runs (every in-process job's lines, when several run at once)."""
     from streaming.config import load_config
     from streaming.job.lifecycle import Job
 
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "groupscope.yaml"
-    config.write_text(_config(bootstrap, workdir, 0))
+    config.write_text(_config(bootstrap, workdir, 0, member_lag))
     handler = logging.FileHandler(workdir / "job.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logger = logging.getLogger("groupscope")

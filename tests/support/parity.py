@@ -45,6 +45,15 @@ class GroupView:
     committed: dict[TP, int] = field(default_factory=dict)
     log_end: dict[TP, int] = field(default_factory=dict)
     lag: dict[TP, int] = field(default_factory=dict)
+    # member id -> the lags of its assigned partitions that have one, summed
+    member_lag: dict[str, int] = field(default_factory=dict)
+
+    def sum_member_lag(self) -> None:
+        """`member_lag` from the members' assignments and `lag` (Kafka's side)."""
+        for mid, member in (self.members or {}).items():
+            lags = [self.lag[tp] for tp in member.assigned if tp in self.lag]
+            if lags:
+                self.member_lag[mid] = sum(lags)
 
 
 Views = dict[str, GroupView]
@@ -107,6 +116,7 @@ def kafka_views(broker: KafkaBroker, describe: Callable[[list[str]], dict[str, d
         view.log_end = {(t, p): o for t, p, o in d["log_end"]}
         # As the command computes it: the log end minus the committed offset.
         view.lag = {tp: view.log_end[tp] - o for tp, o in view.committed.items() if tp in view.log_end}
+        view.sum_member_lag()
         views[name] = view
     return views
 
@@ -166,6 +176,8 @@ def kafka_views_from_command(broker: KafkaBroker, groups: Iterable[str]) -> View
             view.log_end[tp] = row.log_end_offset
         if row.lag is not None:
             view.lag[tp] = row.lag
+            if row.consumer_id is not None:  # the command's own owner of the partition
+                view.member_lag[row.consumer_id] = view.member_lag.get(row.consumer_id, 0) + row.lag
     return views
 
 
@@ -240,6 +252,10 @@ def groupscope_views(job: GroupscopeJob, groups: Iterable[str],
         view = views.get(labels["group"])
         if view is not None:
             view.lag[(labels["topic"], int(labels["partition"]))] = int(value)
+    for labels, value in _series(samples, "kafka_consumergroup_member_lag"):
+        view = views.get(labels["group"])
+        if view is not None:
+            view.member_lag[labels["member_id"]] = int(value)
     return views
 
 
@@ -306,4 +322,6 @@ def _group_differences(name: str, k: GroupView, g: GroupView) -> list[str]:
     for tp in sorted(set(k.committed) & set(g.committed)):
         check(f"log end offset {tp}", k.log_end.get(tp), g.log_end.get(tp))
         check(f"lag {tp}", k.lag.get(tp), g.lag.get(tp))
+    if k.members is not None:  # metrics.member_lag: the lags of each member's partitions
+        check("lag per member", k.member_lag, g.member_lag)
     return out
