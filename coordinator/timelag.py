@@ -28,6 +28,11 @@ class TimeLagMethod(IntEnum):
     INTERPOLATED = 1
     EXTRAPOLATED = 2
     UNKNOWN = 3
+    EXACT = 4  # the timestamp of the first unconsumed record itself (lag.time_method)
+
+
+# lag.time_method: where time lag comes from (EXACT figures: "exact", and "auto" within a budget)
+TIME_METHODS = ("estimate", "exact", "auto")
 
 
 class TimeLag(NamedTuple):

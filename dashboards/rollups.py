@@ -56,12 +56,13 @@ def group_lag(matchers: str = "") -> str:
 
 
 def trusted_max_lag_seconds(matchers: str = "") -> str:
-    """Largest time lag over partitions whose estimate is not 'unknown' (method 3). At
+    """Largest time lag over partitions whose figure is not 'unknown' (method 3; 4, a record
+    read, is the exactest there is). At
     `metrics.granularity: topic` the per-topic maxima (which leave unknown estimates out) stand
     in for the partitions' series."""
     return (f"max by (cluster, group) ({selector('kafka_consumergroup_lag_seconds', matchers)} "
             f"and on (cluster, group, topic, partition) "
-            f"{selector('kafka_consumergroup_lag_seconds_method', matchers)} < 3) "
+            f"{selector('kafka_consumergroup_lag_seconds_method', matchers)} != 3) "
             f"or max by (cluster, group) "
             f"({selector('kafka_consumergroup_topic_max_lag_seconds', matchers)})")
 

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Union
 import yaml
 
 from streaming.errors import UserError
+from coordinator.timelag import TIME_METHODS
 from streaming.exporter.catalog import GRANULARITIES
 
 ENV_PREFIX = "GROUPSCOPE_"
@@ -142,6 +143,12 @@ class LagConfig:
     include_unsubscribed: bool = _key(False, "also export lag of topics a group no longer subscribes to")
     timeout: float = _duration(10.0, "timeout of one end-offset request")
     timeline_size: int = _key(30, "(end offset, time) samples kept per partition for time lag")
+    time_method: str = _key("estimate", "time lag from the end offsets' history (estimate), from "
+                            "the first unconsumed record itself, read at the committed offset "
+                            "(exact: needs READ on the consumed topics), or exact within "
+                            "lag.read_budget a poll and estimated beyond it (auto)")
+    read_budget: int = _key(1000, "lag.time_method auto: first records read per poll at most, "
+                            "most lag first")
 
 
 @dataclass(frozen=True)
@@ -444,6 +451,9 @@ def validate(config: Config) -> None:
     for name in config.metrics.compat:
         _one_of("metrics.compat", name, METRIC_COMPAT)
     _one_of("metrics.granularity", config.metrics.granularity, GRANULARITIES)
+    _one_of("lag.time_method", config.lag.time_method, TIME_METHODS)
+    if config.lag.read_budget < 1:
+        raise UserError("config key lag.read_budget: at least 1 first record a poll")
     if source.admin_interval <= 0:
         raise UserError("config key source.admin_interval: must be above zero")
     if source.partitions:

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from coordinator.timelag import TIME_METHODS
 from streaming.gc_pause import collector_paused
 from streaming.exporter.view import MonitorView, TopicPartition
 from streaming.kafka.offsets import (NotAuthorized, OffsetsClient, close_quietly,
@@ -28,11 +29,18 @@ class PollerSettings:
     interval_s: float = 5.0            # lag.poll_interval
     timeout_s: float = 10.0            # lag.poll_timeout: per request
     metadata_interval_s: float = 60.0  # lag.metadata_interval
+    time_method: str = "estimate"      # lag.time_method
+    read_budget: int = 1000            # lag.read_budget: first records read per poll (auto)
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.timeout_s <= 0 or self.metadata_interval_s <= 0:
             raise ValueError("lag.poll_interval, lag.poll_timeout and lag.metadata_interval "
                              "must be > 0")
+        if self.time_method not in TIME_METHODS:
+            raise ValueError(f"lag.time_method: {self.time_method!r} is not one of "
+                             f"{', '.join(TIME_METHODS)}")
+        if self.read_budget < 1:
+            raise ValueError("lag.read_budget must be at least 1")
 
 
 class EndOffsetPoller:
@@ -55,6 +63,11 @@ class EndOffsetPoller:
         self._clock = clock
         self._metadata_at: float | None = None
         self._unknown_topics: set[str] = set()  # committed to, absent from the metadata
+        # lag.time_method: first records read in this poll and the one before, by (topic,
+        # partition, offset): another group committed at the same offset takes them as well
+        self._first: dict[tuple[str, int, int], float] = {}
+        self._first_before: dict[tuple[str, int, int], float] = {}
+        self._cannot_read: str | None = None  # why first records are not read (logged once)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -80,6 +93,8 @@ class EndOffsetPoller:
             with collector_paused():  # new samples for every partition, no cycles
                 self.view.update_end_offsets(ends, starts, self._clock(),
                                              time.monotonic() - started)
+            if self.settings.time_method != "estimate":
+                self._read_first_records(client)
             ok = True
         except Exception as exc:
             log.warning("end-offset poll failed, keeping the previous values: %s", exc)
@@ -92,6 +107,44 @@ class EndOffsetPoller:
             except Exception:  # a broken callback must not stop the polling thread
                 log.exception("end-offset poll callback failed")
         return ok
+
+    def _read_first_records(self, client: OffsetsClient) -> None:
+        """lag.time_method: the first unconsumed record of each lagging partition, read at its
+        committed offset (`auto`: at most lag.read_budget a poll, most lag first; the others
+        keep the estimate). A refusal or a failure keeps the estimates and is logged once."""
+        lagging = self.view.unread_lagging()
+        known = {**self._first_before, **self._first}
+        found = {key: known[key] for key in ((t, p, o) for t, p, o, _ in lagging) if key in known}
+        unread = [(t, p, o) for t, p, o, _ in lagging if (t, p, o) not in found]
+        if self.settings.time_method == "auto":
+            unread = unread[:self.settings.read_budget]
+        # A consumer has one position a partition: groups behind on one partition at different
+        # offsets are read in rounds, each one fetch a broker.
+        rounds: list[dict[TopicPartition, int]] = []
+        turns: dict[TopicPartition, int] = {}
+        for topic, partition, offset in unread:
+            turn = turns.get((topic, partition), 0)
+            turns[(topic, partition)] = turn + 1
+            if turn == len(rounds):
+                rounds.append({})
+            rounds[turn][(topic, partition)] = offset
+        read: dict[tuple[str, int, int], float] = {}
+        deadline = time.monotonic() + self.settings.timeout_s
+        try:
+            for positions in rounds:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break  # the rest keep their estimate until a later poll
+                answers = client.first_records(positions, left)
+                read.update({(t, p, positions[(t, p)]): ts for (t, p), ts in answers.items()})
+            self._cannot_read = None
+        except Exception as exc:
+            if str(exc) != self._cannot_read:
+                log.warning("lag.time_method %s: first unconsumed records not read, time lag "
+                            "stays estimated: %s", self.settings.time_method, exc)
+                self._cannot_read = str(exc)
+        self._first_before, self._first = self._first, read
+        self.view.set_first_records({**found, **read})
 
     def _offsets(self, client: OffsetsClient, wanted: Iterable[TopicPartition]
                  ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:

@@ -16,6 +16,7 @@ import numpy as np
 from coordinator import lag_arrays
 from coordinator.lag_arrays import (history_statuses, offsets_at, partition_statuses,
                                     time_lags)
+from coordinator.timelag import TimeLagMethod
 from streaming.exporter.partition_table import STALE
 
 _CHUNK = 65536  # rows evaluated at a time: bounds the (rows x table size) temporaries
@@ -76,6 +77,11 @@ def evaluate(view, now: float) -> LagFrame:
                                                           t[:, 0]))
         recent[part] = then_known & (then <= offset[part])
     lag = np.where(known, np.maximum(end - offset, 0), 0)
+    # lag.time_method: where the first unconsumed record was read, its own age.
+    read = known & (lag > 0) & (table.first_at[rows] == offset)
+    if read.any():
+        seconds[read] = np.maximum(0.0, now - table.first_s[rows[read]])
+        method[read] = int(TimeLagMethod.EXACT)
     negative = known & (end < offset) & (table.negative_seen_at[rows] != end)
     if negative.any():
         table.negative_seen_at[rows[negative]] = end[negative]

@@ -50,7 +50,10 @@ class PartitionTable:
                 ("tp", np.int64, -1), ("offset", np.int64, -1), ("commit_s", np.float64, 0.0),
                 ("live", np.bool_, False), ("exported", np.bool_, False),
                 ("negative_seen_at", np.int64, -1), ("lengths", np.int64, 0),
-                ("history", np.int8, STALE))
+                ("history", np.int8, STALE),
+                # lag.time_method: the timestamp of the first record at or after offset
+                # `first_at` (the committed offset when it was read; -1: none read)
+                ("first_at", np.int64, -1), ("first_s", np.float64, np.nan))
     _WINDOWS = (("w_offsets", np.int64), ("w_times", np.float64), ("w_lags", np.int64))
 
     def __init__(self, window_size: int, rows: int = 1024) -> None:
@@ -101,6 +104,7 @@ class PartitionTable:
         self.tp[rows], self.exported[rows], self.live[rows] = tps, exported, True
         self.offset[rows], self.commit_s[rows] = -1, 0.0
         self.negative_seen_at[rows], self.lengths[rows], self.history[rows] = -1, 0, STALE
+        self.first_at[rows], self.first_s[rows] = -1, np.nan
         self.count += len(rows)
         self.version += 1
 

@@ -249,6 +249,54 @@ class MonitorView:
             self.last_poll_s = observed_s
             self.last_poll_duration_s = poll_duration_s
 
+    def unread_lagging(self) -> list[tuple[str, int, int, int]]:
+        """(topic, partition, committed offset, lag) of every exported group-partition behind
+        its latest end offset whose first unconsumed record has not been read at that offset
+        (lag.time_method), most lag first; a partition committed at one offset by several
+        groups is listed once."""
+        with self.lock:
+            table = self.table
+            rows = np.flatnonzero(table.live & table.exported)
+            offset = table.offset[rows]
+            at = self.ends.rows_of(table.tp[rows])
+            have = (at >= 0) & (offset >= 0) & (table.first_at[rows] != offset)
+            rows, offset, at = rows[have], offset[have], at[have]
+            counts = self.ends.counts[at]
+            end = self.ends.offsets[at, np.maximum(counts - 1, 0)]
+            behind = (counts > 0) & (end > offset)
+            rows, offset, lag = rows[behind], offset[behind], (end - offset)[behind]
+            order = np.argsort(-lag, kind="stable")
+            names = self.topics.names
+            seen: set[tuple[int, int]] = set()
+            out = []
+            for tp, off, n in zip(table.tp[rows[order]].tolist(), offset[order].tolist(),
+                                  lag[order].tolist()):
+                if (tp, off) not in seen:
+                    seen.add((tp, off))
+                    topic, partition = tp_parts(tp)
+                    out.append((names[topic], partition, off, n))
+            return out
+
+    def set_first_records(self, found: Mapping[tuple[str, int, int], float]) -> None:
+        """The timestamps (seconds) of the first records at or after committed offsets:
+        (topic, partition, offset) -> when it was written. Rows committed at that offset take
+        it; a row that has moved on since keeps its estimate."""
+        if not found:
+            return
+        with self.lock:
+            table = self.table
+            ids = self.topics.ids
+            wanted = {(tp_key(ids[t], p), o): ts for (t, p, o), ts in found.items() if t in ids}
+            rows = np.flatnonzero(table.live & table.exported)
+            rows = rows[np.isin(table.tp[rows], np.fromiter((tp for tp, _ in wanted),
+                                                              dtype=np.int64, count=len(wanted)))]
+            for row, tp, off in zip(rows.tolist(), table.tp[rows].tolist(),
+                                    table.offset[rows].tolist()):
+                ts = wanted.get((tp, off))
+                if ts is not None:
+                    table.first_at[row], table.first_s[row] = off, ts
+            self.offsets_version += 1
+
     def record_poll_failure(self, poll_duration_s: float) -> None:
         """A poll failed or timed out: the previous values stay, their age keeps growing."""
         with self.lock:

@@ -42,7 +42,8 @@ def exporter_settings(config) -> ExporterSettings:
 
 
 def poller_settings(config) -> PollerSettings:
-    return PollerSettings(interval_s=config.lag.poll_interval, timeout_s=config.lag.timeout)
+    return PollerSettings(interval_s=config.lag.poll_interval, timeout_s=config.lag.timeout,
+                          time_method=config.lag.time_method, read_budget=config.lag.read_budget)
 
 
 def offsets_client_factory(config) -> Callable[[], OffsetsClient]:

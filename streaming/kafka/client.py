@@ -3,7 +3,8 @@ reads on executors."""
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+import time
+from typing import Mapping, Sequence
 
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
@@ -18,6 +19,8 @@ from streaming.kafka.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.kafka.records import CREATE_TIME
 
 POLL_TIMEOUT_MS = 500
+# first_records: a partition's fetch answers with its first record batch even when larger.
+FIRST_RECORD_FETCH_BYTES = 16 << 10
 # What one poll may return: records, or fetch responses once the columnar iterator is in use.
 MAX_POLL_RECORDS = 20_000
 log = logging.getLogger("groupscope.kafka")
@@ -35,6 +38,8 @@ class KafkaPythonOffsets(OffsetsClient):
         self._config = config
         self._consumer = KafkaConsumer(**config, enable_auto_commit=False, group_id=None)
         self._admin: KafkaAdminClient | None = None
+        self._reader: KafkaConsumer | None = None  # first_records: opened on first use
+        self.reader_polls = 0  # first_records' polls: each sends at most one fetch a broker
 
     def _describe(self, topics: list[str] | None) -> list[dict]:
         """Metadata of `topics` (None: every topic)."""
@@ -94,6 +99,45 @@ class KafkaPythonOffsets(OffsetsClient):
         finally:
             self._consumer.unsubscribe()  # no fetching in the background
 
+    def first_records(self, positions: Mapping[TopicPartition, int], timeout_s: float
+                      ) -> dict[TopicPartition, float]:
+        """One consumer fetches them all: its fetcher asks each leader once for all of its
+        partitions, and a small partition fetch size keeps each answer to about one batch."""
+        if not positions:
+            return {}
+        if self._reader is None:
+            # From the log start when the position is gone: retention took those records.
+            self._reader = KafkaConsumer(**self._config, enable_auto_commit=False, group_id=None,
+                                         auto_offset_reset="earliest",
+                                         max_partition_fetch_bytes=FIRST_RECORD_FETCH_BYTES)
+        reader = self._reader
+        tps = {KafkaTopicPartition(t, p): (t, p) for t, p in positions}
+        reader.assign(list(tps))
+        found: dict[TopicPartition, float] = {}
+        try:
+            for tp, key in tps.items():
+                reader.seek(tp, positions[key])
+            deadline = time.monotonic() + timeout_s
+            while len(found) < len(tps) and time.monotonic() < deadline:
+                self.reader_polls += 1
+                try:
+                    batches = reader.poll(timeout_ms=POLL_TIMEOUT_MS // 5)
+                except TopicAuthorizationFailedError as exc:
+                    named = exc.args[0] if exc.args else ()
+                    topics = sorted(named) if isinstance(named, (set, frozenset, list, tuple)) \
+                        else [str(named)]
+                    raise not_authorized_to_read(", ".join(map(str, topics))) from None
+                for tp, records in batches.items():
+                    key = tps[tp]
+                    first = next((r for r in records if r.offset >= positions[key]), None)
+                    # Not paused once found: kafka-python parks a paused partition's fetched
+                    # data and did not fetch it again when it was next assigned.
+                    if first is not None and key not in found:
+                        found[key] = first.timestamp / 1000.0
+        finally:
+            reader.assign([])  # nothing fetched in the background
+        return found
+
     def at_time(self, topic: str, partitions: list[int], when_ms: int) -> dict[int, int | None]:
         """First offset whose timestamp is at or after `when_ms` (None: no such record yet)."""
         answer = self._consumer.offsets_for_times({KafkaTopicPartition(topic, p): when_ms
@@ -102,7 +146,7 @@ class KafkaPythonOffsets(OffsetsClient):
                 for tp, found in answer.items()}
 
     def close(self) -> None:
-        for client in (self._consumer, self._admin):
+        for client in (self._consumer, self._admin, self._reader):
             if client is None:
                 continue
             try:

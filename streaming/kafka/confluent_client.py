@@ -5,7 +5,8 @@ it on the reference machine. Same duties as streaming/kafka/client.py, and the s
 client interface (streaming/kafka/offsets.py)."""
 from __future__ import annotations
 
-from typing import Sequence
+import time
+from typing import Mapping, Sequence
 
 from confluent_kafka import (Consumer, IsolationLevel, KafkaError, KafkaException,
                              TopicCollection, TopicPartition, TIMESTAMP_LOG_APPEND_TIME)
@@ -34,6 +35,8 @@ class ConfluentOffsets(OffsetsClient):
         self._isolation = _isolation(config)
         self._timeout_s = timeout_s if timeout_s is not None else REQUEST_TIMEOUT_S
         self._admin = AdminClient({k: v for k, v in config.items() if k != "isolation.level"})
+        self._config = config
+        self._reader: Consumer | None = None  # first_records: opened on first use
 
     def partitions(self, topic: str) -> list[int]:
         metadata = self._admin.list_topics(topic, timeout=self._timeout_s)
@@ -79,8 +82,41 @@ class ConfluentOffsets(OffsetsClient):
             names[kafka_topic_id(_uuid_bytes(topic_id))] = name
         return names, counts
 
+    def first_records(self, positions: Mapping[TopicPartitionKey, int], timeout_s: float
+                      ) -> dict[TopicPartitionKey, float]:
+        if not positions:
+            return {}
+        if self._reader is None:
+            # From the log start when the position is gone: retention took those records.
+            self._reader = _consumer({**self._config, "auto.offset.reset": "earliest",
+                                      "max.partition.fetch.bytes": 16 << 10})
+        reader = self._reader
+        assigned = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
+        reader.assign(assigned)
+        found: dict[TopicPartitionKey, float] = {}
+        deadline = time.monotonic() + timeout_s
+        try:
+            while len(found) < len(positions) and time.monotonic() < deadline:
+                for message in reader.consume(num_messages=MAX_POLL_RECORDS, timeout=0.1):
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == TOPIC_AUTHORIZATION_FAILED:
+                            raise not_authorized_to_read(message.topic())
+                        continue  # end of a partition: nothing to read there yet
+                    key = (message.topic(), message.partition())
+                    if key not in found and message.offset() >= positions.get(key, 0):
+                        found[key] = message.timestamp()[1] / 1000.0
+                        reader.pause([TopicPartition(*key)])
+        finally:
+            reader.resume(assigned)  # librdkafka keeps a pause through unassign and assign
+            reader.unassign()
+        return found
+
     def close(self) -> None:
         self._admin = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
 
 def _uuid_bytes(value) -> bytes:

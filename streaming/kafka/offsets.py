@@ -89,6 +89,14 @@ class OffsetsClient(ABC):
         would fail the Spark task that tried it). Clients that cannot ask say True."""
         return True
 
+    def first_records(self, positions: Mapping[TopicPartition, int], timeout_s: float
+                      ) -> dict[TopicPartition, float]:
+        """The timestamp (seconds) of the first record at or after each position (the first
+        still in the log, if retention removed it), read within `timeout_s`: a partition
+        with nothing to read yet, or not answered in time, is left out. Raises NotAuthorized
+        when the principal may not read a topic."""
+        raise NotImplementedError("this Kafka client cannot read records for lag.time_method")
+
     def earliest(self, topic: str, partitions: list[int]) -> dict[int, int]:
         return _of_topic(self.start_offsets([(topic, p) for p in partitions]))
 

@@ -295,3 +295,84 @@ def test_a_topic_deleted_between_metadata_refreshes_costs_no_failed_poll(broker)
         assert gauge(view, "kafka_consumergroup_lag", group="g", topic=kept, partition="0") == 4
     finally:
         poller.stop()
+
+
+def _seconds_and_method(view, group, topic, partition):
+    return (gauge(view, "kafka_consumergroup_lag_seconds", group=group, topic=topic,
+                  partition=str(partition)),
+            gauge(view, "kafka_consumergroup_lag_seconds_method", group=group, topic=topic,
+                  partition=str(partition)))
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent"])
+def test_exact_time_lag_is_the_age_of_the_first_unconsumed_record(broker, client):
+    """lag.time_method exact: the record at each lagging partition's committed offset is read
+    and its own timestamp gives the time lag (method 4), for every group committed there."""
+    topic = f"exact-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 3)
+    base_ms = 1_700_000_000_000
+    written = {p: [base_ms + 1000 * (10 * p + i) for i in range(6)] for p in range(3)}
+    produce_raw(broker.bootstrap, topic, [(p, None, b"v", ts) for p, stamps in written.items()
+                                          for ts in stamps])
+    now = base_ms / 1000.0 + 3600.0
+    view = MonitorView(ViewSettings(cluster="default"), clock=lambda: now)
+    committed_group(view, "a", {(topic, 0): 2, (topic, 1): 5, (topic, 2): 6})
+    committed_group(view, "b", {(topic, 0): 4, (topic, 1): 0})
+    options = KafkaSourceOptions(bootstrap_servers=broker.bootstrap, client=client)
+    poller = EndOffsetPoller(view, lambda: offsets_client(options, timeout_s=10.0),
+                             PollerSettings(time_method="exact"), clock=lambda: now)
+    try:
+        assert poller.poll_once()
+        for group, partition, offset in (("a", 0, 2), ("a", 1, 5), ("b", 0, 4), ("b", 1, 0)):
+            assert _seconds_and_method(view, group, topic, partition) == \
+                (now - written[partition][offset] / 1000.0, 4), (group, partition)
+        assert _seconds_and_method(view, "a", topic, 2) == (0.0, 0)  # caught up
+    finally:
+        poller.stop()
+
+
+def test_auto_time_lag_reads_within_its_budget_most_lag_first(broker):
+    topic = f"auto-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 2)
+    base_ms = 1_700_000_000_000
+    produce_raw(broker.bootstrap, topic, [(p, None, b"v", base_ms + 1000 * i)
+                                          for p in range(2) for i in range(8)])
+    now = base_ms / 1000.0 + 600.0
+    view = MonitorView(ViewSettings(cluster="default"), clock=lambda: now)
+    committed_group(view, "g", {(topic, 0): 1, (topic, 1): 6})  # lags 7 and 2
+    options = KafkaSourceOptions(bootstrap_servers=broker.bootstrap)
+    poller = EndOffsetPoller(view, lambda: offsets_client(options, timeout_s=10.0),
+                             PollerSettings(time_method="auto", read_budget=1), clock=lambda: now)
+    try:
+        assert poller.poll_once()
+        assert _seconds_and_method(view, "g", topic, 0) == (now - (base_ms + 1000) / 1000.0, 4)
+        assert _seconds_and_method(view, "g", topic, 1)[1] != 4  # beyond the budget: estimated
+        assert poller.poll_once()  # the next poll reads what the budget left
+        assert _seconds_and_method(view, "g", topic, 1) == (now - (base_ms + 6000) / 1000.0, 4)
+        committed_group(view, "g", {(topic, 0): 3, (topic, 1): 6})  # a commit moves on
+        assert _seconds_and_method(view, "g", topic, 0)[1] != 4
+        assert poller.poll_once()
+        assert _seconds_and_method(view, "g", topic, 0) == (now - (base_ms + 3000) / 1000.0, 4)
+    finally:
+        poller.stop()
+
+
+def test_a_refused_read_keeps_the_estimate_and_is_logged_once(caplog):
+    from streaming.kafka.offsets import not_authorized_to_read
+
+    class Refusing(FakeClient):
+        def first_records(self, positions, timeout_s):
+            raise not_authorized_to_read("a")
+
+    view = MonitorView(clock=lambda: 100.0)
+    committed_group(view, "g", {("a", 0): 1})
+    client = Refusing({("a", 0): 10}, {("a", 0): 0}, {"a": 1})
+    poller = EndOffsetPoller(view, lambda: client, PollerSettings(time_method="exact"),
+                             clock=lambda: 100.0)
+    with caplog.at_level("WARNING", logger="groupscope.endoffsets"):
+        assert poller.poll_once() and poller.poll_once()
+    refusals = [r for r in caplog.records if "may not READ topic a" in r.getMessage()]
+    assert len(refusals) == 1 and "stays estimated" in refusals[0].getMessage()
+    assert gauge(view, "kafka_consumergroup_lag", group="g", topic="a", partition="0") == 9
+    assert gauge(view, "kafka_consumergroup_lag_seconds_method", group="g", topic="a",
+                 partition="0") != 4

@@ -141,6 +141,31 @@ def test_member_lag_sums_and_maximises_the_partitions_each_member_owns(served, c
     assert "kafka_consumergroup_member_lag" not in ref
 
 
+def test_a_first_record_read_makes_the_time_lag_exact_until_the_commit_moves(clock):
+    view = make_view(clock)
+    feed_orders_group(view, clock)
+    # orders/0 and orders/1 are 50 behind; orders/2 is caught up, audit is not subscribed.
+    assert view.unread_lagging() == [("orders", 0, 100, 50), ("orders", 1, 250, 50)]
+    view.set_first_records({("orders", 0, 100): T0 - 40.0, ("orders", 1, 249): T0 - 1.0})
+    samples = parse(MetricsCache(view).text())
+    assert value(samples, "kafka_consumergroup_lag_seconds", group="shop", topic="orders",
+                 partition="0") == clock.now - (T0 - 40.0)
+    assert value(samples, "kafka_consumergroup_lag_seconds_method", group="shop",
+                 topic="orders", partition="0") == 4
+    # A record read at another offset than the committed one is not this row's.
+    assert value(samples, "kafka_consumergroup_lag_seconds_method", group="shop",
+                 topic="orders", partition="1") != 4
+    assert view.unread_lagging() == [("orders", 1, 250, 50)]
+    members = [member("m-a", [("orders", 0), ("orders", 1)], client_id="a", host="/10.0.0.1")]
+    view.update_groups([snapshot("shop", members, [("orders", 0, 120, T0 - 5),
+                                                   ("orders", 1, 250, T0 - 30),
+                                                   ("orders", 2, 900, T0 - 30)])])
+    samples = parse(MetricsCache(view).text())
+    assert value(samples, "kafka_consumergroup_lag_seconds_method", group="shop",
+                 topic="orders", partition="0") != 4
+    assert view.unread_lagging() == [("orders", 1, 250, 50), ("orders", 0, 120, 30)]
+
+
 def test_healthz_is_503_until_ready(served):
     view, port = served()
     with pytest.raises(urllib.error.HTTPError) as error:
