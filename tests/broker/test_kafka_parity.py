@@ -71,7 +71,7 @@ def _compare(lane: Lane, step: int) -> dict[str, list[str]]:
     ours = groupscope_views(lane.job, lane.groups, samples)
     lane.final_kafka, lane.final_ours = kafka, ours
     behind = [] if lane.job.caught_up(samples) else ["groupscope has not caught up"]
-    return {s.name: (s.expect(min(step, STEPS - 1), kafka) + differences(kafka, ours, s.groups)
+    return {s.name: (s.expect(min(step, STEPS - 1), kafka) + differences(kafka, ours, s.groups, member_lag=True)
                      + behind) for s in lane.scenarios}
 
 

@@ -268,8 +268,10 @@ def _same_assignment(kafka: tuple[TP, ...], ours: tuple[TP, ...]) -> bool:
     return kafka == ours
 
 
-def differences(kafka: Views, ours: Views, groups: Iterable[str]) -> list[str]:
-    """Every field on which groupscope disagrees with Kafka, by the rules of docs/kafka-parity.md."""
+def differences(kafka: Views, ours: Views, groups: Iterable[str],
+                member_lag: bool = False) -> list[str]:
+    """Every field on which groupscope disagrees with Kafka, by the rules of docs/kafka-parity.md
+    (`member_lag`: the job serves metrics.member_lag, so lag per member is compared too)."""
     out: list[str] = []
     for name in sorted(groups):
         k, g = kafka.get(name), ours.get(name)
@@ -282,11 +284,11 @@ def differences(kafka: Views, ours: Views, groups: Iterable[str]) -> list[str]:
         if g is None:
             out.append(f"{name}: Kafka shows {k.group_type} {k.state}, groupscope does not know it")
             continue
-        out += _group_differences(name, k, g)
+        out += _group_differences(name, k, g, member_lag)
     return out
 
 
-def _group_differences(name: str, k: GroupView, g: GroupView) -> list[str]:
+def _group_differences(name: str, k: GroupView, g: GroupView, member_lag: bool) -> list[str]:
     out = []
 
     def check(what: str, kafka_value: Any, our_value: Any) -> None:
@@ -322,6 +324,6 @@ def _group_differences(name: str, k: GroupView, g: GroupView) -> list[str]:
     for tp in sorted(set(k.committed) & set(g.committed)):
         check(f"log end offset {tp}", k.log_end.get(tp), g.log_end.get(tp))
         check(f"lag {tp}", k.lag.get(tp), g.lag.get(tp))
-    if k.members is not None:  # metrics.member_lag: the lags of each member's partitions
+    if member_lag and k.members is not None:
         check("lag per member", k.member_lag, g.member_lag)
     return out

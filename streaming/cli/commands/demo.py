@@ -29,6 +29,8 @@ DEMO_DEFAULTS = {
     "GROUPSCOPE_LAG__POLL_INTERVAL": "2s",
     "GROUPSCOPE_SPARK__MASTER": "local[2]",
     "GROUPSCOPE_SPARK__APP_NAME": "groupscope-demo",
+    # A handful of simulated groups: every dashboard panel has data, lag per member included.
+    "GROUPSCOPE_METRICS__MEMBER_LAG": "true",
     # Local only (no UI port, driver on loopback); Python workers get time to connect back on
     # a busy machine.
     "GROUPSCOPE_SPARK__CONF": "{spark.ui.enabled: 'false', spark.driver.host: 127.0.0.1, "
