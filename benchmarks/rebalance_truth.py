@@ -22,7 +22,9 @@ groups. Every phase prints the clients' truth next to groupscope's figures for t
 then the errors against the targets, and the simulator's predictions for the same phases
 (benchmarks/simulator_vs_clients.py) before and after its calibration. The time-lag check compares kafka_consumergroup_lag_seconds
 with the true age of the oldest unconsumed message (known from produce timestamps) on a busy topic
-and a quiet one (a message every 30 s).
+and a quiet one (a message every 30 s), for a job of each `--time-methods` (lag.time_method:
+estimated from end offsets, or read from the record itself); `--strategies none` runs that check
+alone.
 
     .venv/bin/python -m benchmarks.rebalance_truth [--consumers 50] [--scale 0.2] [--strategies range,kip848-uniform]
 
@@ -325,14 +327,16 @@ class LagSample:
     truth_s: float
     ours_s: float
     method: float
+    time_method: str = "estimate"  # the job's lag.time_method
 
 
-def time_lag_check(bootstrap: str, job: GroupscopeJob, producer: Producer, seconds: float,
-                   quiet_every_s: float, run: str) -> list[LagSample]:
+def time_lag_check(bootstrap: str, jobs: dict[str, GroupscopeJob], producer: Producer,
+                   seconds: float, quiet_every_s: float, run: str) -> list[LagSample]:
     """Three groups that commit by hand (kafka-python): on a busy topic one that stays ~8 s behind
     (re-committing every 10 s), on a quiet topic (a message every `quiet_every_s`) one a message
     behind and one caught up. Samples taken within 3 s of a group's commit are skipped: the job
-    has not read that commit yet, which is its own (separate) delay."""
+    has not read that commit yet, which is its own (separate) delay. `jobs`: by lag.time_method,
+    each sampled at the same moments."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
@@ -383,21 +387,24 @@ def time_lag_check(bootstrap: str, job: GroupscopeJob, producer: Producer, secon
                     committed[case], commit_ms[case] = wanted, time.time() * 1000
             if time.monotonic() >= next_busy_commit:
                 next_busy_commit = time.monotonic() + 10
-            text = scrape(job.port)[1]
-            at_ms = time.time() * 1000
-            data = parse(text)
-            values = data.get("kafka_consumergroup_lag_seconds", {})
-            methods = data.get("kafka_consumergroup_lag_seconds_method", {})
-            for case, (group, topic, _parts) in groups.items():
-                if at_ms - commit_ms[case] < 3000:
-                    continue
-                for p, c in committed[case].items():
-                    key = frozenset({("cluster", "parity"), ("group", group), ("topic", topic), ("partition", str(p))})
-                    if key not in values:
+            for time_method, job in jobs.items():
+                text = scrape(job.port)[1]
+                at_ms = time.time() * 1000
+                data = parse(text)
+                values = data.get("kafka_consumergroup_lag_seconds", {})
+                methods = data.get("kafka_consumergroup_lag_seconds_method", {})
+                for case, (group, topic, _parts) in groups.items():
+                    if at_ms - commit_ms[case] < 3000:
                         continue
-                    offsets = table(topic, p)
-                    truth = (at_ms - offsets[c]) / 1000.0 if c in offsets else 0.0
-                    samples.append(LagSample(case, truth, values[key], methods.get(key, math.nan)))
+                    for p, c in committed[case].items():
+                        key = frozenset({("cluster", "parity"), ("group", group), ("topic", topic),
+                                         ("partition", str(p))})
+                        if key not in values:
+                            continue
+                        offsets = table(topic, p)
+                        truth = (at_ms - offsets[c]) / 1000.0 if c in offsets else 0.0
+                        samples.append(LagSample(case, truth, values[key],
+                                                 methods.get(key, math.nan), time_method))
             time.sleep(2)
     finally:
         for client in clients.values():
@@ -469,15 +476,15 @@ def summary(phases: list[Phase]) -> None:
 
 def lag_summary(samples: list[LagSample]) -> None:
     print("\n== time lag: kafka_consumergroup_lag_seconds vs the oldest unconsumed message's age ==")
-    for case in sorted({s.case for s in samples}):
-        mine = [s for s in samples if s.case == case]
+    for case, time_method in sorted({(s.case, s.time_method) for s in samples}):
+        mine = [s for s in samples if (s.case, s.time_method) == (case, time_method)]
         errs = sorted(abs(s.ours_s - s.truth_s) for s in mine if not math.isnan(s.ours_s))
         nans = sum(math.isnan(s.ours_s) for s in mine)
         truth = statistics.median(s.truth_s for s in mine)
         methods = sorted({int(s.method) for s in mine if not math.isnan(s.method)})
         dishonest = sum(1 for s in mine if (s.truth_s > 0) == (s.method == 0))
         bound = max(0.1 * truth, 1.0)
-        print(f"{case:16} samples {len(mine):3}  true age median {truth:6.1f}s  abs error median "
+        print(f"{case:16} {time_method:8} samples {len(mine):3}  true age median {truth:6.1f}s  abs error median "
               f"{statistics.median(errs) if errs else math.nan:5.2f}s max {max(errs, default=math.nan):5.2f}s "
               f"(target <= {bound:.1f}s)  NaN {nans}  methods {methods}  label mismatches {dishonest}")
 
@@ -498,6 +505,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--phase-timeout", type=float, default=180.0)
     parser.add_argument("--lag-seconds", type=float, default=120.0, help="0 skips the time-lag check")
     parser.add_argument("--quiet-every", type=float, default=30.0)
+    parser.add_argument("--time-methods", default="estimate,exact",
+                        help="lag.time_method of the jobs the time-lag check compares (one job each)")
     parser.add_argument("--save", type=Path, help="write every phase's figures to this JSON file")
     args = parser.parse_args(argv)
     args.n = max(2, round(args.consumers * args.scale))
@@ -511,10 +520,14 @@ def main(argv: list[str] | None = None) -> None:
 
     workdir = Path(tempfile.mkdtemp(prefix="rebalance-truth-"))
     broker = start_kafka("4.4.0")
-    job = None
+    jobs: dict[str, GroupscopeJob] = {}
     producer = Producer(broker.bootstrap)
     try:
-        job = start_groupscope_job(broker.bootstrap, workdir / "job")
+        time_methods = args.time_methods.split(",")
+        for method in time_methods:
+            jobs[method] = start_groupscope_job(broker.bootstrap, workdir / f"job-{method}",
+                                                time_method=method)
+        job = jobs[time_methods[0]]  # the rebalance figures come from the first
         topics = {s: f"canary-{strategy_name(*s)}-{run}" for s in chosen}
         for topic in topics.values():
             create_topic(broker.bootstrap, topic, args.partitions)
@@ -527,20 +540,23 @@ def main(argv: list[str] | None = None) -> None:
                 phases.extend(future.result())
         for p in phases:
             print_phase(p)
-        summary(phases)
+        if phases:
+            summary(phases)
         saved = {"settings": {k: v for k, v in vars(args).items() if k != "save"},
                  "phases": [p.to_dict() for p in phases]}
         if args.save:
             args.save.write_text(json.dumps(saved, indent=1, default=str))
             print(f"phases saved to {args.save}")
-        print_comparison(compare(saved, calibrated=False), ", before calibration")
-        print_comparison(compare(saved))
+        if phases:
+            print_comparison(compare(saved, calibrated=False), ", before calibration")
+            print_comparison(compare(saved))
         if args.lag_seconds > 0:
-            lag_summary(time_lag_check(broker.bootstrap, job, producer, args.lag_seconds, args.quiet_every, run))
+            lag_summary(time_lag_check(broker.bootstrap, jobs, producer, args.lag_seconds,
+                                       args.quiet_every, run))
     finally:
         producer.close()
-        if job is not None:
-            job.stop()
+        for started in jobs.values():
+            started.stop()
         broker.stop()
     print(f"\nclient logs: {workdir}")
 

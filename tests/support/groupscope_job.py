@@ -74,27 +74,29 @@ class GroupscopeJob:
         stop_gracefully(self.process, 30)
 
 
-def _config(bootstrap: str, workdir: Path, port: int, member_lag: bool = False) -> str:
+def _config(bootstrap: str, workdir: Path, port: int, member_lag: bool = False,
+            time_method: str = "estimate") -> str:
     return f"""cluster: {{name: {CLUSTER}}}
 metrics: {{member_lag: {str(member_lag).lower()}}}
 source: {{bootstrap_servers: "{bootstrap}"}}
 checkpoint: {{path: "{workdir / 'checkpoint'}"}}
 history: {{path: "{workdir / 'history'}", format: json, snapshot_interval: 0s}}
 exporter: {{listen: "127.0.0.1:{port}"}}
-lag: {{poll_interval: 1s}}
+lag: {{poll_interval: 1s, time_method: {time_method}}}
 trigger: {{interval: 0.5s}}
 groups: {{dead_grace: 1h}}
 """
 
 
-def start_groupscope_job(bootstrap: str, workdir: Path, timeout_s: float = 120.0) -> GroupscopeJob:
+def start_groupscope_job(bootstrap: str, workdir: Path, timeout_s: float = 120.0,
+                         time_method: str = "estimate") -> GroupscopeJob:
     """Start the job on `bootstrap` and wait until it serves `/metrics` (on a new broker
     `__consumer_offsets` appears only with the first group, so readiness is checked later, at
-    each quiet point: `caught_up`)."""
+    each quiet point: `caught_up`). `time_method`: lag.time_method."""
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config = workdir / "groupscope.yaml"
-    config.write_text(_config(bootstrap, workdir, port))
+    config.write_text(_config(bootstrap, workdir, port, time_method=time_method))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPSCOPE_")}
     with open(workdir / "job.log", "ab") as log:
         process = subprocess.Popen([str(GROUPSCOPE), "run", "-c", str(config)], cwd=workdir,
