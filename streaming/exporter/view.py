@@ -264,18 +264,18 @@ class MonitorView:
             counts = self.ends.counts[at]
             end = self.ends.offsets[at, np.maximum(counts - 1, 0)]
             behind = (counts > 0) & (end > offset)
-            rows, offset, lag = rows[behind], offset[behind], (end - offset)[behind]
+            lag = (end - offset)[behind]
             order = np.argsort(-lag, kind="stable")
+            rows, offset, lag = rows[behind][order], offset[behind][order], lag[order]
+            tp = table.tp[rows]
+            # Each (partition, offset) once: groups committed at one offset share its read.
+            _, first = np.unique(np.stack([tp, offset], axis=1), axis=0, return_index=True)
+            first.sort()
+            topics, partitions = tp_parts(tp[first])
             names = self.topics.names
-            seen: set[tuple[int, int]] = set()
-            out = []
-            for tp, off, n in zip(table.tp[rows[order]].tolist(), offset[order].tolist(),
-                                  lag[order].tolist()):
-                if (tp, off) not in seen:
-                    seen.add((tp, off))
-                    topic, partition = tp_parts(tp)
-                    out.append((names[topic], partition, off, n))
-            return out
+            return [(names[t], p, o, n) for t, p, o, n in
+                    zip(topics.tolist(), partitions.tolist(), offset[first].tolist(),
+                        lag[first].tolist())]
 
     def set_first_records(self, found: Mapping[tuple[str, int, int], float]) -> None:
         """The timestamps (seconds) of the first records at or after committed offsets:
