@@ -41,7 +41,6 @@ COMPAT_TARGETS = (KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, BURROW)
 # Families that multiply the series count, served only when their switch is on
 # (metrics.member_lag: a series per consumer).
 MEMBER_LAG = "member_lag"
-SWITCHES = (MEMBER_LAG,)
 
 C = ("cluster",)
 G = ("cluster", "group")
@@ -79,7 +78,7 @@ class MetricFamily:
     # Served only at this `metrics.granularity` (None: at both): a series per group and partition
     # (PARTITION) or its per-topic roll-up replacing it (TOPIC).
     granularity: str | None = None
-    switch: str | None = None      # served only with this switch on (SWITCHES)
+    switch: str | None = None      # served only with this switch on (MEMBER_LAG)
 
     def served_with(self, compat: Iterable[str], granularity: str | None = None,
                     switches: Iterable[str] | None = None) -> bool:

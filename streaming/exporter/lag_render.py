@@ -170,6 +170,11 @@ def _statuses_by_topic(frame: LagFrame, runs: np.ndarray):
     return order[starts], np.diff(np.r_[starts, len(order)])
 
 
+def _known_or_zero(seconds: np.ndarray) -> np.ndarray:
+    """A roll-up's highest time lag as served: 0 where none of its partitions' is known."""
+    return np.where(np.isnan(seconds), 0.0, np.maximum(seconds, 0.0))
+
+
 def _row_owners(frame: LagFrame, topics: NameTable,
                 owners: Callable[[str], dict]) -> tuple[list[dict | None], np.ndarray]:
     """The members that own `frame`'s rows: the member dicts seen (index 0: no owner) and each
@@ -227,9 +232,8 @@ def _member_families(put: Callable, frame: LagFrame, cluster: str, groups: NameT
         labels.append((label, IndexedNames(table, np.arange(len(shown)))))
     put("kafka_consumergroup_member_lag", labels, total[shown])
     put("kafka_consumergroup_member_max_lag", labels, highest[shown])
-    seconds_shown = highest_s[shown]  # as the group's maximum: none known counts as 0
-    put("kafka_consumergroup_member_max_lag_seconds", labels,
-        np.where(np.isnan(seconds_shown), 0.0, np.maximum(seconds_shown, 0.0)), True)
+    put("kafka_consumergroup_member_max_lag_seconds", labels, _known_or_zero(highest_s[shown]),
+        True)
 
 
 def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granularity: str,
@@ -304,8 +308,7 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
         topic_lag = np.add.reduceat(lag_k, kgt_starts)
         total = np.add.reduceat(lag_k, kg_starts)
         max_lag = np.maximum.reduceat(lag_k, kg_starts)
-        max_seconds = np.fmax.reduceat(seconds_k, kg_starts)
-        max_seconds = np.where(np.isnan(max_seconds), 0.0, np.maximum(max_seconds, 0.0))
+        max_seconds = _known_or_zero(np.fmax.reduceat(seconds_k, kg_starts))
     else:
         topic_lag = total = max_lag = np.zeros(0, np.int64)
         max_seconds = np.zeros(0)

@@ -62,7 +62,7 @@ class ViewSettings:
 
     @property
     def switches(self) -> tuple[str, ...]:
-        """The catalog's switches (catalog.SWITCHES) these settings turn on."""
+        """The catalog's switches (MetricFamily.switch) these settings turn on."""
         return (MEMBER_LAG,) if self.member_lag else ()
 
 

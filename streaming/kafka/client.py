@@ -12,15 +12,13 @@ from kafka.errors import OffsetOutOfRangeError, TopicAuthorizationFailedError
 
 from streaming.kafka.batches import concat_columns, use_columnar_records
 from streaming.kafka.offset_ranges import OffsetRange
-from streaming.kafka.offsets import (TOPIC_AUTHORIZATION_FAILED, OffsetsClient, TopicPartition,
-                                     kafka_topic_id, not_authorized_to_describe,
-                                     not_authorized_to_read)
+from streaming.kafka.offsets import (FIRST_RECORD_FETCH_BYTES, TOPIC_AUTHORIZATION_FAILED,
+                                     OffsetsClient, TopicPartition, kafka_topic_id,
+                                     not_authorized_to_describe, not_authorized_to_read)
 from streaming.kafka.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.kafka.records import CREATE_TIME
 
 POLL_TIMEOUT_MS = 500
-# first_records: a partition's fetch answers with its first record batch even when larger.
-FIRST_RECORD_FETCH_BYTES = 16 << 10
 # What one poll may return: records, or fetch responses once the columnar iterator is in use.
 MAX_POLL_RECORDS = 20_000
 log = logging.getLogger("groupscope.kafka")

@@ -13,8 +13,9 @@ from confluent_kafka import (Consumer, IsolationLevel, KafkaError, KafkaExceptio
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from streaming.kafka.offset_ranges import OffsetRange
-from streaming.kafka.offsets import (TOPIC_AUTHORIZATION_FAILED, OffsetsClient, kafka_topic_id,
-                                     not_authorized_to_describe, not_authorized_to_read)
+from streaming.kafka.offsets import (FIRST_RECORD_FETCH_BYTES, TOPIC_AUTHORIZATION_FAILED,
+                                     OffsetsClient, kafka_topic_id, not_authorized_to_describe,
+                                     not_authorized_to_read)
 from streaming.kafka.offsets import TopicPartition as TopicPartitionKey
 from streaming.kafka.range_reader import OffsetOutOfRange, Polled, SharedRanges
 from streaming.kafka.records import CREATE_TIME, LOG_APPEND_TIME
@@ -89,7 +90,7 @@ class ConfluentOffsets(OffsetsClient):
         if self._reader is None:
             # From the log start when the position is gone: retention took those records.
             self._reader = _consumer({**self._config, "auto.offset.reset": "earliest",
-                                      "max.partition.fetch.bytes": 16 << 10})
+                                      "max.partition.fetch.bytes": FIRST_RECORD_FETCH_BYTES})
         reader = self._reader
         assigned = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
         reader.assign(assigned)

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 TopicPartition = tuple[str, int]
 TOPIC_AUTHORIZATION_FAILED = 29  # Kafka's error code
+# OffsetsClient.first_records: the fetch size asked a partition (Kafka answers with the first
+# record batch whole even when it is larger).
+FIRST_RECORD_FETCH_BYTES = 16 << 10
 
 
 class NotAuthorized(Exception):
