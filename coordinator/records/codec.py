@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator.errors import DecodeError, UnknownRecordType, UnsupportedVersion
 from coordinator.records.embedded import add_consumer_protocol
-from coordinator.records.layouts import KEYS, TYPE_NAMES, VALUES
+from coordinator.records.layouts import (KEYS, SHARE_STATE_KEYS, SHARE_STATE_TYPE_NAMES,
+                                         SHARE_STATE_VALUES, TYPE_NAMES, VALUES)
 from coordinator.records.offsets_fast import offset_key, offset_value
 from coordinator.records.record import Record, make_record
 from coordinator.records.schema import EncodeError, Layout
@@ -14,6 +16,19 @@ from coordinator.records.schema import EncodeError, Layout
 _I16 = struct.Struct(">h")
 _VERSION_KEY = frozenset({"version"})
 _OFFSET_COMMIT = TYPE_NAMES[1]
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """One topic's record types: key layouts, value layouts by version, type names."""
+    keys: dict[int, Layout]
+    values: dict[int, dict[int, tuple[Layout, ...]]]
+    names: dict[int, str]
+
+
+_OFFSETS = _Tables(KEYS, VALUES, TYPE_NAMES)
+# `__share_group_state`, written by the share coordinator: its own key types 0 and 1
+_SHARE_STATE = _Tables(SHARE_STATE_KEYS, SHARE_STATE_VALUES, SHARE_STATE_TYPE_NAMES)
 
 
 def decode(key: bytes, value: bytes | None) -> Record:
@@ -32,12 +47,28 @@ def decode(key: bytes, value: bytes | None) -> Record:
                 vd = offset_value(value)
                 if vd is not None:
                     return make_record(key[1], _OFFSET_COMMIT, kd, vd)
-        return _decode(key, value)
+        return _decode(key, value, _OFFSETS)
     except DecodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - the contract: nothing but DecodeError escapes
-        raise DecodeError(f"unexpected decoder failure: {type(exc).__name__}: {exc}",
-                          reason="internal_error") from exc
+        raise _internal(exc) from exc
+
+
+def decode_share_state(key: bytes, value: bytes | None) -> Record:
+    """Decode one `__share_group_state` record (ShareSnapshot, ShareUpdate, or a tombstone).
+    Raises only DecodeError (or its subclasses)."""
+    try:
+        return _decode(_as_bytes(key, "key"), None if value is None else _as_bytes(value, "value"),
+                       _SHARE_STATE)
+    except DecodeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - as decode
+        raise _internal(exc) from exc
+
+
+def _internal(exc: Exception) -> DecodeError:
+    return DecodeError(f"unexpected decoder failure: {type(exc).__name__}: {exc}",
+                       reason="internal_error")
 
 
 def _as_bytes(b: Any, what: str) -> bytes:
@@ -48,7 +79,7 @@ def _as_bytes(b: Any, what: str) -> bytes:
     raise DecodeError(f"record {what} must be bytes, got {type(b).__name__}", reason="not_bytes")
 
 
-def _decode(key: bytes, value: bytes | None) -> Record:
+def _decode(key: bytes, value: bytes | None, tables: _Tables) -> Record:
     if len(key) < 2:
         raise DecodeError("key is shorter than its int16 record type", reason="truncated")
     t = _I16.unpack_from(key)[0]
@@ -58,7 +89,7 @@ def _decode(key: bytes, value: bytes | None) -> Record:
         # key (that needs at least 2+2+2+4)
         raise DecodeError("control record key (transaction marker), not an offset commit",
                           reason="control_record", record_type=t)
-    layout = KEYS.get(t)
+    layout = tables.keys.get(t)
     if layout is None:
         raise UnknownRecordType(t)
     kd = {}
@@ -70,18 +101,18 @@ def _decode(key: bytes, value: bytes | None) -> Record:
         exc.record_type = t
         raise
     if value is None:
-        return make_record(t, TYPE_NAMES[t], kd, None)
-    vd, trailing = _decode_value(t, value)
-    if t == 2:
+        return make_record(t, tables.names[t], kd, None)
+    vd, trailing = _decode_value(t, value, tables)
+    if t == 2 and tables is _OFFSETS:
         add_consumer_protocol(vd)
-    return make_record(t, TYPE_NAMES[t], kd, vd, trailing)
+    return make_record(t, tables.names[t], kd, vd, trailing)
 
 
-def _decode_value(t: int, value: bytes) -> tuple[dict, bytes]:
+def _decode_value(t: int, value: bytes, tables: _Tables) -> tuple[dict, bytes]:
     if len(value) < 2:
         raise DecodeError("value is shorter than its int16 version", reason="truncated", record_type=t)
     version = _I16.unpack_from(value)[0]
-    layouts = VALUES[t].get(version)
+    layouts = tables.values[t].get(version)
     if layouts is None:
         raise UnsupportedVersion(t, version)
     first_error: DecodeError | None = None
@@ -121,26 +152,37 @@ def encode(rec: Record | dict) -> tuple[bytes, bytes | None]:
     else:
         raise EncodeError(f"cannot encode a {type(rec).__name__}")
     try:
-        return _encode(t, key, value, trailing)
+        return _encode(t, key, value, trailing, _OFFSETS)
     except EncodeError:
         raise
     except (ValueError, TypeError, OverflowError, struct.error) as exc:
         raise EncodeError(str(exc)) from exc
 
 
-def _encode(t: Any, key: Any, value: Any, trailing: bytes) -> tuple[bytes, bytes | None]:
-    if type(t) is not int or t not in KEYS:
+def encode_share_state(rec: Record) -> tuple[bytes, bytes | None]:
+    """Encode a `__share_group_state` Record back to `(key_bytes, value_bytes_or_None)`."""
+    try:
+        return _encode(rec.type, rec.key, rec.value, rec.trailing, _SHARE_STATE)
+    except EncodeError:
+        raise
+    except (ValueError, TypeError, OverflowError, struct.error) as exc:
+        raise EncodeError(str(exc)) from exc
+
+
+def _encode(t: Any, key: Any, value: Any, trailing: bytes,
+            tables: _Tables) -> tuple[bytes, bytes | None]:
+    if type(t) is not int or t not in tables.keys:
         raise EncodeError(f"unknown record type {t!r}")
     if not isinstance(key, dict):
         raise EncodeError("record key must be a dict")
     kb = bytearray(_I16.pack(t))
-    KEYS[t].codec.write_fields(kb, key)
+    tables.keys[t].codec.write_fields(kb, key)
     if value is None:
         return bytes(kb), None
     if not isinstance(value, dict):
         raise EncodeError("record value must be a dict or None")
     version = value.get("version")
-    layouts = VALUES[t].get(version) if type(version) is int else None
+    layouts = tables.values[t].get(version) if type(version) is int else None
     if layouts is None:
         raise EncodeError(f"unsupported value version {version!r} for record type {t}")
     layout = _pick_layout(layouts, value)

@@ -217,3 +217,24 @@ VALUES: dict[int, dict[int, tuple[Layout, ...]]] = {
         struct(("subtopology_id", STRING), ("topic_ids", Array(UUID)))))))},
 }
 VALUES[1] = VALUES[0]
+
+# --- `__share_group_state` (the share coordinator's topic: its own key types) ------------------
+# ShareSnapshot (0) holds a share-partition's whole state; ShareUpdate (1) the batches that
+# changed since. A null value under a snapshot key is the partition's tombstone. The delivery
+# complete count is a tagged field (4.2+, KIP-1226), -1 when absent.
+
+_SHARE_KEY = struct(("group_id", STRING), ("topic_id", UUID), ("partition", INT32))
+SHARE_STATE_KEYS: dict[int, Layout] = {t: Layout(_SHARE_KEY, flexible=False) for t in (0, 1)}
+SHARE_STATE_TYPE_NAMES: dict[int, str] = {0: "share_snapshot", 1: "share_update"}
+
+_STATE_BATCH = struct(("first_offset", INT64), ("last_offset", INT64), ("delivery_state", INT8),
+                      ("delivery_count", INT16))
+_DELIVERY_COMPLETE = (Tag(0, "delivery_complete_count", INT32),)
+SHARE_STATE_VALUES: dict[int, dict[int, tuple[Layout, ...]]] = {
+    0: {0: _flex(struct(("snapshot_epoch", INT32), ("state_epoch", INT32), ("leader_epoch", INT32),
+                        ("start_offset", INT64), ("create_timestamp", INT64),
+                        ("write_timestamp", INT64), ("state_batches", Array(_STATE_BATCH)),
+                        tags=_DELIVERY_COMPLETE))},
+    1: {0: _flex(struct(("snapshot_epoch", INT32), ("leader_epoch", INT32), ("start_offset", INT64),
+                        ("state_batches", Array(_STATE_BATCH)), tags=_DELIVERY_COMPLETE))},
+}

@@ -1,0 +1,172 @@
+"""A share-partition's delivery state, rebuilt from `__share_group_state` as Kafka's share
+coordinator rebuilds it when it loads the topic: a ShareSnapshot replaces the state, a ShareUpdate
+is merged into it, a null value removes it.
+
+The state batches cover offsets at or past the share-partition start offset (SPSO) whose state
+the partition leader wrote: available (released, or its acquisition lock expired: to be delivered
+again), acknowledged, or archived (rejected, or delivered as often as the group allows). Records
+a consumer holds (acquired) are kept by the leader in memory and appear here only once they
+change state again.
+"""
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Mapping
+
+AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4
+STATE_NAMES: dict[int, str] = {AVAILABLE: "available", ACKNOWLEDGED: "acknowledged",
+                               ARCHIVED: "archived"}
+UNKNOWN = -1  # Kafka's value for a start offset or a delivery-complete count not (yet) known
+
+
+@dataclass(frozen=True, slots=True)
+class StateBatch:
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+    @property
+    def size(self) -> int:
+        return self.last_offset - self.first_offset + 1
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartition:
+    group: str
+    topic_id: str
+    partition: int
+    start_offset: int
+    delivery_complete_count: int
+    batches: tuple[StateBatch, ...]
+    snapshot_epoch: int = 0
+    state_epoch: int = UNKNOWN
+    leader_epoch: int = UNKNOWN
+    archived_seen: int = 0   # offsets seen entering the archived state since the job began reading
+    updated_ms: int = 0      # the timestamp of the last record applied
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.group, self.topic_id, self.partition
+
+
+def combine_batches(so_far: Iterable[StateBatch], new: Iterable[StateBatch],
+                    start_offset: int) -> tuple[StateBatch, ...]:
+    """The union of two batch lists, clipped at `start_offset` (unless UNKNOWN), as Kafka's share
+    coordinator combines them: where batches overlap, the higher delivery count wins, then the
+    higher state; neighbours with the same (state, count) become one batch."""
+    batches = []
+    for b in (*so_far, *new):
+        if start_offset != UNKNOWN and b.last_offset < start_offset:
+            continue
+        if start_offset != UNKNOWN and b.first_offset < start_offset:
+            b = replace(b, first_offset=start_offset)
+        batches.append(b)
+    if len(batches) < 2:
+        return tuple(batches)
+    bounds = sorted({b.first_offset for b in batches} | {b.last_offset + 1 for b in batches})
+    winner: list[tuple[int, int] | None] = [None] * (len(bounds) - 1)  # per piece: (count, state)
+    for b in batches:
+        rank = (b.delivery_count, b.delivery_state)
+        for i in range(bisect.bisect_left(bounds, b.first_offset),
+                       bisect.bisect_left(bounds, b.last_offset + 1)):
+            if winner[i] is None or rank > winner[i]:
+                winner[i] = rank
+    out: list[StateBatch] = []
+    for i, rank in enumerate(winner):
+        if rank is None:
+            continue
+        first, last = bounds[i], bounds[i + 1] - 1
+        if out and out[-1].last_offset + 1 == first and \
+                (out[-1].delivery_count, out[-1].delivery_state) == rank:
+            out[-1] = replace(out[-1], last_offset=last)
+        else:
+            out.append(StateBatch(first, last, rank[1], rank[0]))
+    return tuple(out)
+
+
+def _batches(value: Mapping[str, Any]) -> tuple[StateBatch, ...]:
+    return tuple(StateBatch(int(b["first_offset"]), int(b["last_offset"]), int(b["delivery_state"]),
+                            int(b["delivery_count"])) for b in value.get("state_batches") or ())
+
+
+def _archived(batches: Iterable[StateBatch], from_offset: int) -> list[tuple[int, int]]:
+    return [(max(b.first_offset, from_offset), b.last_offset) for b in batches
+            if b.delivery_state == ARCHIVED and b.last_offset >= from_offset]
+
+
+def _newly_archived(before: SharePartition | None, batches: tuple[StateBatch, ...]) -> int:
+    """Offsets archived in `batches` that `before` did not hold as archived (nor had passed)."""
+    floor = before.start_offset if before is not None and before.start_offset != UNKNOWN else UNKNOWN
+    ranges = _archived(batches, floor)
+    if not ranges:
+        return 0
+    known = _archived(before.batches, floor) if before is not None else []
+    total = 0
+    for first, last in ranges:
+        total += last - first + 1
+        for k_first, k_last in known:
+            overlap = min(last, k_last) - max(first, k_first) + 1
+            if overlap > 0:
+                total -= overlap
+    return total
+
+
+def apply_share_record(before: SharePartition | None, type_name: str, key: Mapping[str, Any],
+                       value: Mapping[str, Any] | None, timestamp_ms: int) -> SharePartition | None:
+    """The share-partition after one `__share_group_state` record (None: it is gone)."""
+    if value is None:
+        return None
+    group, topic_id, partition = key["group_id"], key["topic_id"], int(key["partition"])
+    complete = int(value.get("delivery_complete_count", UNKNOWN))
+    if type_name == "share_snapshot":
+        batches = _batches(value)
+        same_epoch = before is not None and before.state_epoch == int(value["state_epoch"])
+        archived = (before.archived_seen if before is not None else 0) + \
+            _newly_archived(before if same_epoch else None, batches)
+        return SharePartition(group, topic_id, partition, int(value["start_offset"]), complete, batches,
+                              int(value["snapshot_epoch"]), int(value["state_epoch"]),
+                              int(value["leader_epoch"]), archived, timestamp_ms)
+    # a ShareUpdate: -1 leaves the start offset and the leader epoch as they were
+    start = int(value["start_offset"])
+    leader = int(value["leader_epoch"])
+    if before is not None:
+        start = before.start_offset if start == UNKNOWN else start
+        leader = before.leader_epoch if leader == UNKNOWN else leader
+    new = _batches(value)
+    batches = combine_batches(before.batches if before is not None else (), new, start)
+    return SharePartition(group, topic_id, partition, start, complete, batches,
+                          int(value["snapshot_epoch"]),
+                          before.state_epoch if before is not None else UNKNOWN, leader,
+                          (before.archived_seen if before is not None else 0)
+                          + _newly_archived(before, combine_batches((), new, start)),
+                          timestamp_ms)
+
+
+def records_by_state(sp: SharePartition) -> dict[str, int]:
+    """Records at or past the start offset in each written state (every state, zeros included)."""
+    counts = {name: 0 for name in STATE_NAMES.values()}
+    for b in sp.batches:
+        name = STATE_NAMES.get(b.delivery_state)
+        if name is not None and (sp.start_offset == UNKNOWN or b.last_offset >= sp.start_offset):
+            counts[name] += b.last_offset - max(b.first_offset, sp.start_offset) + 1
+    return counts
+
+
+def records_by_delivery_count(sp: SharePartition) -> dict[int, int]:
+    """Records at or past the start offset by how often they were delivered (counts above 0)."""
+    counts: Counter[int] = Counter()
+    for b in sp.batches:
+        if b.delivery_count > 0 and (sp.start_offset == UNKNOWN or b.last_offset >= sp.start_offset):
+            counts[b.delivery_count] += b.last_offset - max(b.first_offset, sp.start_offset) + 1
+    return dict(sorted(counts.items()))
+
+
+def share_lag(sp: SharePartition, end_offset: int | None) -> int | None:
+    """Kafka's share-partition lag (KIP-1226): the partition's end offset minus the start offset
+    minus the records past it whose delivery is complete; None where Kafka reports it unknown."""
+    if end_offset is None or sp.start_offset == UNKNOWN or sp.delivery_complete_count == UNKNOWN:
+        return None
+    return end_offset - sp.start_offset - sp.delivery_complete_count
