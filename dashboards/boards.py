@@ -209,10 +209,41 @@ def overview() -> dict[str, Any]:
                 description="Groups whose members' partition counts differ by more than one, that have members "
                             "with no partitions, or partitions nobody owns."),
     )
+    _share_groups(layout)
     _monitor_health(layout)
     return g.dashboard(OVERVIEW_UID, "groupscope / Overview",
                        "Kafka consumer groups at a glance: state, status, lag, rebalances, and the monitor's own health.",
                        layout, [_cluster_variable(), _group_variable(multi=True)], links=BOARD_LINKS)
+
+
+def _share_groups(layout: g.Layout) -> None:
+    """Share groups (KIP-932): their lag as Kafka computes it, and the records they gave up on."""
+    layout.row("Share groups")
+    layout.add(
+        g.timeseries("Share lag by group", [g.target(_s("kafka_sharegroup_lag", GROUPS), "{{group}}")],
+                     links=GROUP_LINK, width=8,
+                     description="Records not yet delivered to completion, as kafka-share-groups.sh counts "
+                                 "them: the log end offset minus the share-partition start offset minus "
+                                 "the records past it already acknowledged or archived."),
+        g.timeseries("Records archived per minute",
+                     [g.target(f"sum by (group) (rate({_s('kafka_sharegroup_archived_records_total', GROUPS)}"
+                               f"[{RATE}])) * 60", "{{group}}")],
+                     bars=True, links=GROUP_LINK, width=8,
+                     description="Records a share group will not deliver again: rejected by a consumer, or "
+                                 "delivered as often as group.share.delivery.count.limit allows (poison "
+                                 "messages)."),
+        g.table("Share-partitions",
+                [g.target(_s("kafka_sharegroup_partition_lag", GROUPS), instant=True, fmt="table"),
+                 g.target(_s("kafka_sharegroup_partition_start_offset", GROUPS), instant=True, fmt="table"),
+                 g.target(_s("kafka_sharegroup_partition_records", f'{GROUPS}, state="available"'),
+                          instant=True, fmt="table"),
+                 g.target(_s("kafka_sharegroup_partition_records", f'{GROUPS}, state="archived"'),
+                          instant=True, fmt="table")],
+                hide=("Time", "cluster", "state"),
+                rename={"Value #A": "lag", "Value #B": "start offset", "Value #C": "to deliver again",
+                        "Value #D": "archived"},
+                links=TABLE_GROUP_LINK, width=8, sort_by="lag"),
+    )
 
 
 def _group_header(layout: g.Layout) -> None:
@@ -431,6 +462,13 @@ PROBLEMS_ONLY = frozenset({
     ("groupscope-overview.json", "Groups needing attention"),
     ("groupscope-overview.json", "Skewed or idle assignments"),
     ("groupscope-group.json", "Status ERR or worse"),
+})
+
+# Panels with data only where share groups exist (Kafka 4.x; the demo's simulator has none).
+SHARE_GROUP_PANELS = frozenset({
+    ("groupscope-overview.json", "Share lag by group"),
+    ("groupscope-overview.json", "Records archived per minute"),
+    ("groupscope-overview.json", "Share-partitions"),
 })
 
 BOARDS = {"groupscope-overview.json": overview, "groupscope-group.json": group_detail,

@@ -172,6 +172,37 @@ def _topic_samples(name: str, t: float) -> list[Sample]:
     return rows
 
 
+# A share group on orders: each partition a little behind, one of them with poison records
+# (archived after too many deliveries) and records waiting to be delivered again.
+SHARE_GROUP, SHARE_TOPIC = "orders-share", "orders"
+
+
+def _share_samples(name: str, t: float) -> list[Sample]:
+    rows: list[Sample] = []
+    lags = [5 + 3 * p + (t % 30) for p in range(TOPICS[SHARE_TOPIC])]
+    for p, lag in enumerate(lags):
+        labels = {"group": SHARE_GROUP, "topic": SHARE_TOPIC, "partition": str(p)}
+        archived = math.floor(t / 20) if p == 0 else 0
+        if name == "kafka_sharegroup_partition_start_offset":
+            rows.append((labels, _log_end(p, t) - lag - 10))
+        elif name == "kafka_sharegroup_partition_lag":
+            rows.append((labels, lag))
+        elif name == "kafka_sharegroup_partition_records":
+            rows += [(dict(labels, state="available"), 2 if p == 0 else 0),
+                     (dict(labels, state="acknowledged"), 10),
+                     (dict(labels, state="archived"), min(archived, 3))]
+        elif name == "kafka_sharegroup_partition_delivery_count_records":
+            rows += [(dict(labels, delivery_count="1"), 10),
+                     (dict(labels, delivery_count="5"), min(archived, 3))]
+        elif name == "kafka_sharegroup_partition_archived_records_total":
+            rows.append((labels, archived))
+    if name == "kafka_sharegroup_lag":
+        rows.append(({"group": SHARE_GROUP}, sum(lags)))
+    elif name == "kafka_sharegroup_archived_records_total":
+        rows.append(({"group": SHARE_GROUP}, math.floor(t / 20)))
+    return rows
+
+
 def _monitor_samples(name: str, t: float) -> list[Sample]:
     per_label: dict[str, list[Sample]] = {
         "groupscope_records_total": [({"type_name": k}, 1000 + r * t) for k, r in
@@ -181,6 +212,9 @@ def _monitor_samples(name: str, t: float) -> list[Sample]:
                                              ({"reason": "malformed"}, 0)],
         "groupscope_offsets_topic_lag": [({"partition": str(p)}, 5 * p) for p in range(3)],
         "groupscope_build_info": [({"version": "0.1.0"}, 1)],
+        "groupscope_share_state_records_total": [({"type_name": "share_snapshot"}, 20),
+                                                 ({"type_name": "share_update"}, 100 + 5 * t)],
+        "groupscope_share_state_records_skipped_total": [({"reason": "truncated"}, 0)],
     }
     single: dict[str, object] = {
         "groupscope_ready": 1,
@@ -205,6 +239,8 @@ def _samples(spec: MetricFamily, t: float, now: float) -> list[Sample]:
     name = spec.exposed_name
     if name.startswith("groupscope_"):
         return _monitor_samples(name, t)
+    if name.startswith("kafka_sharegroup_"):
+        return _share_samples(name, t)
     if spec.labels == TP:
         return _topic_samples(name, t)
     return _group_samples(name, t, now)

@@ -86,6 +86,10 @@ class SourceConfig:
     admin_seed: bool = _key(True, "kafka-python and kafka sources: at launch, serve the groups "
                             "as the Admin API shows them until __consumer_offsets has been read "
                             "(groupscope_seeded_groups counts them; needs DESCRIBE on the groups)")
+    share_state: bool = _key(True, "kafka-python and kafka sources reading __consumer_offsets: "
+                             "also read __share_group_state, share groups' delivery state "
+                             "(Kafka 4.x; from the topic's start at each launch, as Kafka's "
+                             "share coordinator does)")
     partitions: list[int] = _key([], "only these partitions of the topic (empty: all): a shard "
                                  "of the estate, since Kafka keeps every record of a group in one "
                                  "partition (docs/operations.md)")

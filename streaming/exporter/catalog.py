@@ -206,6 +206,27 @@ CATALOG: tuple[MetricFamily, ...] = (
        "End of the last rebalance.", G),
     _f("kafka_consumergroup_rebalance_downtime_seconds", HISTOGRAM,
        "Per-partition downtime caused by rebalances.", G),
+    # Share groups (KIP-932): each share-partition's delivery state, from __share_group_state
+    _f("kafka_sharegroup_partition_start_offset", GAUGE,
+       "Share-partition start offset: every record before it is done with.", GTP,
+       granularity=PARTITION),
+    _f("kafka_sharegroup_partition_lag", GAUGE,
+       "Share lag as Kafka computes it: log end offset minus start offset minus the records "
+       "past it whose delivery is complete; absent while Kafka would report it unknown.", GTP,
+       granularity=PARTITION),
+    _f("kafka_sharegroup_partition_records", GAUGE,
+       "Records at or past the start offset in each state the partition leader wrote: "
+       "available (to be delivered again), acknowledged, archived (not to be delivered again).",
+       GTP + ("state",), granularity=PARTITION),
+    _f("kafka_sharegroup_partition_delivery_count_records", GAUGE,
+       "Records at or past the start offset by how often they have been delivered.",
+       GTP + ("delivery_count",), granularity=PARTITION),
+    _f("kafka_sharegroup_partition_archived_records", COUNTER,
+       "Records seen entering the archived state (rejected, or delivered as often as the group "
+       "allows) since the job began reading.", GTP, granularity=PARTITION),
+    _f("kafka_sharegroup_lag", GAUGE, "Sum of the group's known share-partition lags.", G),
+    _f("kafka_sharegroup_archived_records", COUNTER,
+       "Records of the group seen entering the archived state, summed.", G),
     *_only_with(
         KAFKA_EXPORTER,
         _f("kafka_consumergroup_current_offset", GAUGE, "Committed offset (kafka_exporter names).",
@@ -253,6 +274,10 @@ CATALOG: tuple[MetricFamily, ...] = (
     _f("groupscope_records", COUNTER, "Records read from __consumer_offsets, by type.",
        C + ("type_name",)),
     _f("groupscope_records_skipped", COUNTER, "Records not applied, by reason.", C + ("reason",)),
+    _f("groupscope_share_state_records", COUNTER,
+       "Records read from __share_group_state, by type.", C + ("type_name",)),
+    _f("groupscope_share_state_records_skipped", COUNTER,
+       "__share_group_state records not applied, by reason.", C + ("reason",)),
     _f("groupscope_offsets_topic_lag", GAUGE,
        "How far the job is behind on each __consumer_offsets partition.", C + ("partition",)),
     _f("groupscope_ready", GAUGE,

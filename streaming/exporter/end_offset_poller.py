@@ -187,7 +187,7 @@ class EndOffsetPoller:
             return False
         with self.view.lock:
             known = set(self.view.partition_counts)
-        return any(topic not in known for topic, _ in wanted)
+        return any(topic not in known for topic, _ in wanted) or self.view.share_topics_unnamed()
 
     def _existing(self, wanted: Iterable[TopicPartition]) -> list[TopicPartition]:
         """Only partitions that exist: asking for a deleted topic would stall the whole request."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.state.share_partition import (UNKNOWN, records_by_delivery_count, records_by_state,
+                                               share_lag)
 from streaming.exporter.catalog import (KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, PARTITION,
                                        served_families)
 from streaming.exporter.exposition import Family
@@ -182,14 +184,49 @@ class Evaluator:
 
     # ---- the monitor itself ----------------------------------------------------------------
 
+    def share_groups(self, sink: Sink) -> None:
+        """Every share-partition whose topic metadata named, and each share group's roll-ups.
+        Evaluated at each scrape: share-partitions are few beside group-partitions."""
+        view, c = self.view, self.cluster
+        # at metrics.granularity topic, only the group roll-ups
+        part: Sink = sink if view.settings.granularity == PARTITION else {}
+        start, lag = _out(part, "kafka_sharegroup_partition_start_offset"), \
+            _out(part, "kafka_sharegroup_partition_lag")
+        records = _out(part, "kafka_sharegroup_partition_records")
+        deliveries = _out(part, "kafka_sharegroup_partition_delivery_count_records")
+        archived = _out(part, "kafka_sharegroup_partition_archived_records")
+        group_lag: dict[str, int] = {}
+        group_archived: dict[str, int] = {}
+        for (group, topic_id, partition), sp in sorted(view.share_partitions.items()):
+            topic = view.topic_names.get(topic_id)
+            if topic is None or topic not in view.settings.topics:
+                continue
+            labels = (c, group, topic, str(partition))
+            if sp.start_offset != UNKNOWN:  # not yet initialised: Kafka describes it as "-"
+                start.append((labels, sp.start_offset))
+            end = view.log_end((topic, partition))
+            partition_lag = share_lag(sp, None if end is None else end[0])
+            if partition_lag is not None:
+                lag.append((labels, partition_lag))
+                group_lag[group] = group_lag.get(group, 0) + partition_lag
+            for state, n in records_by_state(sp).items():
+                records.append(((*labels, state), n))
+            for count, n in records_by_delivery_count(sp).items():
+                deliveries.append(((*labels, str(count)), n))
+            archived.append((labels, sp.archived_seen))
+            group_archived[group] = group_archived.get(group, 0) + sp.archived_seen
+        _out(sink, "kafka_sharegroup_lag").extend(((c, g), n) for g, n in sorted(group_lag.items()))
+        _out(sink, "kafka_sharegroup_archived_records").extend(
+            ((c, g), n) for g, n in sorted(group_archived.items()))
+
     def monitor(self, sink: Sink) -> None:
         view, c = self.view, self.cluster
-        records = _out(sink, "groupscope_records")
-        for type_name, n in sorted(view.records_total.items()):
-            records.append(((c, type_name), n))
-        skipped = _out(sink, "groupscope_records_skipped")
-        for reason, n in sorted(view.records_skipped.items()):
-            skipped.append(((c, reason), n))
+        # records read and skipped, by type and by reason, of each topic read
+        for name, counts in (("groupscope_records", view.records_total),
+                             ("groupscope_records_skipped", view.records_skipped),
+                             ("groupscope_share_state_records", view.share_records),
+                             ("groupscope_share_state_records_skipped", view.share_skipped)):
+            _out(sink, name).extend(((c, label), n) for label, n in sorted(counts.items()))
         progress = _out(sink, "groupscope_offsets_topic_lag")
         for partition, lag in sorted(view.offsets_topic_lag.items()):
             progress.append(((c, str(partition)), lag))
@@ -207,6 +244,7 @@ class Evaluator:
         _out(sink, "groupscope_end_offsets_poll_failures").append(((c,), view.poll_failures))
         _out(sink, "groupscope_negative_lag").append(((c,), view.negative_lag_total))
         _out(sink, "groupscope_build_info").append(((c, VERSION), 1))
+        self.share_groups(sink)
         if self.kle:
             poll_ms = (view.last_poll_duration_s or 0.0) * 1000.0
             _out(sink, "kafka_consumergroup_poll_time_ms").append(((c, c), poll_ms))

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 from coordinator.lag_arrays import NO_LAG, offsets_at
+from coordinator.state.share_partition import SharePartition
 from coordinator.status import StatusSettings
 from coordinator.timelag import DEFAULT_TABLE_SIZE
 from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, MEMBER_LAG, PARTITION
@@ -117,6 +118,11 @@ class MonitorView:
         self._topic_rank: np.ndarray | None = None
         self._topic_names: NameTable | None = None
         self.topic_names: dict[str, str] = {}       # KIP-848 topic id -> name
+        # Share-partitions from `__share_group_state` ((group, topic id, partition) -> state),
+        # with that topic's record counts by type and its skipped records by reason.
+        self.share_partitions: dict[tuple[str, str, int], SharePartition] = {}
+        self.share_records: dict[str, int] = {}
+        self.share_skipped: dict[str, int] = {}
         self.partition_counts: dict[str, int] = {}  # topic -> partitions, from metadata
         self.records_total: dict[str, int] = {}
         self.records_skipped: dict[str, int] = {}
@@ -222,6 +228,31 @@ class MonitorView:
             else:
                 self.source_refusals[found_by] = refusal
 
+    def apply_share_state(self, changed: Mapping[tuple[str, str, int], SharePartition | None],
+                          records: Mapping[str, int], skipped: Mapping[str, int]) -> None:
+        """The share-partitions a batch of `__share_group_state` changed (None: removed), and
+        the records it read and skipped, counted."""
+        with self.lock:
+            for key, state in changed.items():
+                if state is None:
+                    self.share_partitions.pop(key, None)
+                else:
+                    self.share_partitions[key] = state
+            for counts, mine in ((records, self.share_records), (skipped, self.share_skipped)):
+                for name, n in counts.items():
+                    mine[name] = mine.get(name, 0) + n
+
+    def share_topic_partitions(self) -> set[TopicPartition]:
+        """The (topic, partition) of every share-partition whose topic name metadata gave."""
+        with self.lock:
+            names = self.topic_names
+            return {(names[t], p) for _, t, p in self.share_partitions if t in names}
+
+    def share_topics_unnamed(self) -> bool:
+        """Whether a share-partition's topic id is one the last metadata did not name."""
+        with self.lock:
+            return any(t not in self.topic_names for _, t, _ in self.share_partitions)
+
     def observe_batch(self, duration_s: float) -> None:
         with self.lock:
             self.batch_duration.observe(duration_s)
@@ -230,9 +261,9 @@ class MonitorView:
 
     def wanted_partitions(self) -> set[TopicPartition]:
         """Partitions whose end offsets the poller should fetch: those live groups commit to
-        (a Dead group holds none)."""
+        (a Dead group holds none), and those share groups consume."""
         with self.lock:
-            return self._partitions(self._held())
+            return self._partitions(self._held()) | self.share_topic_partitions()
 
     def update_end_offsets(self, ends: Mapping[TopicPartition, int],
                            starts: Mapping[TopicPartition, int], observed_s: float,
@@ -352,7 +383,9 @@ class MonitorView:
 
     def _forget_unwanted_ends(self) -> None:
         held = np.array(self.ends.keys(), dtype=np.int64)
-        self.ends.forget(held[~np.isin(held, self._held())].tolist())
+        share = [tp for tp in map(self._tp, self.share_topic_partitions()) if tp is not None]
+        self.ends.forget(held[~np.isin(held, np.concatenate(
+            [self._held(), np.array(share, dtype=np.int64)]))].tolist())
 
     def take_changed_groups(self) -> set[str]:
         changed, self.changed_groups = self.changed_groups, set()

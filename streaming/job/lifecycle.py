@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from coordinator import compact_json
+from coordinator import compact_json, partition_for
 from streaming.config import Config
 from streaming.job.batch_timing import BatchDurations
 from streaming.job.checkpoint_layout import StateLayout, checkpoint_lineage, state_layout
@@ -334,6 +334,8 @@ class Job:
         self.sink: BatchSink | None = None
         self.seed: AdminSeed | None = None
         self._serving = False
+        self.share_state = None  # the __share_group_state query (streaming/job/share_state.py)
+        self._offsets_partitions: int | None = None
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -428,7 +430,27 @@ class Job:
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval,
                               counted_through)
         self._stream = build_pipeline(self.spark, config, layout, self._source_df)
-        return self._start_query()
+        query = self._start_query()
+        if self._reads_kafka and config.source.share_state and config.source.topic == OFFSETS_TOPIC \
+                and self._source_df is None:
+            from streaming.job.share_state import ShareStateQuery
+
+            self.share_state = ShareStateQuery(self.spark, config, self.view, self._in_shard,
+                                               f"{self._query_name}-share-state").start()
+        return query
+
+    def _in_shard(self, group: str) -> bool:
+        """Whether `group` is one of this job's (source.partitions: its __consumer_offsets
+        partition is one of them; every group when the job reads them all)."""
+        shard = self.config.source.partitions
+        if not shard:
+            return True
+        if self._offsets_partitions is None:
+            client = self._progress_client
+            if client is None:
+                client = self._progress_client = self._offsets_client_factory()
+            self._offsets_partitions = len(client.partitions(self.config.source.topic))
+        return partition_for(group, self._offsets_partitions) in shard
 
     def _start_query(self):
         trigger = {"processingTime": f"{int(self.config.trigger.interval * 1000)} milliseconds"}
@@ -451,6 +473,8 @@ class Job:
             if not self.sink.drain(STOP_GRACE_S):
                 log.warning("stopping: the micro-batch in flight outlasted %.0f s and is cancelled;"
                             " it runs again at the next start", STOP_GRACE_S)
+        if self.share_state is not None:
+            self.share_state.stop()
         if self.query is not None:
             try:
                 self.query.stop()

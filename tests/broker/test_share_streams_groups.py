@@ -26,6 +26,7 @@ from tests.support.streams_app import compile_streams_app, start_streams_app
 SHARE_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 STREAMS_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
 PARTITIONS = 3
 TIMEOUT_S = 90
 
@@ -130,6 +131,103 @@ def test_share_group_members_come_and_go(broker, job) -> None:
                  for _ in range(2)]
     _two_then_one(consumers, lambda: _kafka_share(broker, group), lambda: _ours(job, group, "share"),
                   "share consumers")
+
+
+# -- share groups' delivery state (__share_group_state) against kafka-share-groups.sh ------------
+RECORDS_PER_PARTITION = 10
+DELIVERY_LIMIT = 5  # group.share.delivery.count.limit, Kafka's default
+
+
+def _kafka_share_offsets(broker: KafkaBroker, group: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+    """kafka-share-groups.sh --describe --offsets: (topic, partition) -> (start offset, lag),
+    None where it prints "-"."""
+    out = broker.run_tool(SHARE_COMMAND, "--bootstrap-server", broker.bootstrap, "--describe",
+                          "--group", group, "--offsets").stdout
+    return {(r["TOPIC"], int(r["PARTITION"])): tuple(None if r[c] == "-" else int(r[c])
+                                                    for c in ("START-OFFSET", "LAG"))
+            for r in parse_tables(out)}
+
+
+def _our_share_offsets(samples, group: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+    def by_partition(name: str) -> dict[tuple[str, int], int]:
+        return {(dict(k)["topic"], int(dict(k)["partition"])): int(v)
+                for k, v in samples.get(name, {}).items() if ("group", group) in k}
+
+    starts, lags = by_partition("kafka_sharegroup_partition_start_offset"), \
+        by_partition("kafka_sharegroup_partition_lag")
+    return {tp: (start, lags.get(tp)) for tp, start in starts.items()}
+
+
+def _share_sum(samples, name: str, group: str, **labels: str) -> int:
+    return sum(int(v) for k, v in samples.get(name, {}).items()
+               if ("group", group) in k and all((n, x) in k for n, x in labels.items()))
+
+
+def test_share_group_delivery_state_matches_kafka(broker, job) -> None:
+    """Four share groups read one topic, each consumer as Kafka's console share consumer: one
+    accepts every record, one rejects every record, one releases every record until Kafka
+    archives it, one accepts five and exits (its other acquired records go back). Once each is
+    quiet, groupscope's start offset and lag of every share-partition equal kafka-share-groups.sh
+    --describe --offsets, and its archived and available records are what the consumers did."""
+    run = uuid.uuid4().hex[:6]
+    topic = f"share-state-{run}"
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    modes = {"accept": (), "reject": ("--reject",), "release": ("--release",),
+             "partial": ("--max-messages", "5")}
+    groups = {mode: f"share-{mode}-{run}" for mode in modes}
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for p in range(PARTITIONS):
+        for i in range(RECORDS_PER_PARTITION):
+            producer.send(topic, value=f"r{i}".encode(), partition=p)
+    producer.close()
+    for group in groups.values():  # share groups start at the log's end unless told otherwise
+        broker.run_tool(CONFIG_COMMAND, "--bootstrap-server", broker.bootstrap, "--entity-type", "groups",
+                        "--entity-name", group, "--alter", "--add-config", "share.auto.offset.reset=earliest",
+                        check=True)
+    consumers = [broker.start_tool(SHARE_CONSUMER, "--bootstrap-server", broker.bootstrap, "--topic", topic,
+                                   "--group", groups[mode], *args, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+                 for mode, args in modes.items()]
+    try:
+        total = PARTITIONS * RECORDS_PER_PARTITION
+        expected_lag = {"accept": 0, "reject": 0, "release": 0, "partial": total - 5}
+        expected_archived = {"accept": 0, "reject": total, "release": total, "partial": 0}
+        for mode, group in groups.items():
+            deadline = time.monotonic() + TIMEOUT_S
+            while True:
+                kafka = _kafka_share_offsets(broker, group)
+                samples = job.scrape()
+                ours = _our_share_offsets(samples, group)
+                archived = _share_sum(samples, "kafka_sharegroup_archived_records_total", group)
+                # a share-partition no consumer has fetched from is uninitialised ("-"): all of
+                # its records are still to be delivered
+                unconsumed = sum(RECORDS_PER_PARTITION if lag is None else lag for _, lag in kafka.values())
+                done = len(kafka) == PARTITIONS and unconsumed == expected_lag[mode]
+                # ("-", "-"): no series on our side either
+                shown = {tp: figures for tp, figures in kafka.items() if figures != (None, None)}
+                if done and ours == shown and archived == expected_archived[mode]:
+                    break
+                assert time.monotonic() < deadline, \
+                    f"{mode}:\nKafka      {kafka}\ngroupscope {ours}, archived {archived}"
+                time.sleep(1.0)
+            assert _share_sum(samples, "kafka_sharegroup_lag", group) == \
+                sum(lag for _, lag in kafka.values() if lag is not None), mode
+            if mode == "release":  # every record delivered as often as the group allows
+                assert _share_sum(samples, "kafka_sharegroup_partition_archived_records_total", group) == total
+            if mode == "partial":
+                # what the consumer held but did not accept went back: to be delivered again
+                available = _share_sum(samples, "kafka_sharegroup_partition_records", group, state="available")
+                acknowledged = _share_sum(samples, "kafka_sharegroup_partition_records", group,
+                                          state="acknowledged")
+                assert acknowledged <= 5 and available > 0, (acknowledged, available)
+        records = samples["groupscope_share_state_records_total"]
+        assert sum(records.values()) > 0 and not samples.get("groupscope_share_state_records_skipped_total")
+    finally:
+        for consumer in consumers:
+            consumer.kill()
+            consumer.wait(timeout=10)
 
 
 def test_streams_group_members_come_and_go(broker, job, tmp_path: Path) -> None:

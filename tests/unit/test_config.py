@@ -105,7 +105,7 @@ def test_cli_prints_config_errors_as_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err == "groupscope: error: unknown config key source.bootstrap_server (known here: " \
         "type, bootstrap_servers, topic, starting_offsets, max_records_per_trigger, client, kafka, " \
-        "replay_path, admin_interval, admin_seed, partitions)\n"
+        "replay_path, admin_interval, admin_seed, share_state, partitions)\n"
 
 
 def test_durations():

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
+from coordinator.state.share_partition import ACKNOWLEDGED, ARCHIVED, AVAILABLE, SharePartition, StateBatch
 from coordinator.status import Status, StatusSettings
 from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, exported_series
 from streaming.exporter.evaluation import Evaluator, build_families
@@ -109,6 +110,46 @@ def feed_orders_group(view, clock):
                              ("audit", 0): 9},
                             {("orders", 0): 120, ("orders", 1): 0, ("orders", 2): 0,
                              ("audit", 0): 0}, T0 - 10, 0.05)
+
+
+ORDERS_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+def feed_share_group(view) -> None:
+    """Share group `workers` on orders 0 (offsets 100-104 acknowledged, 105-106 archived, 107
+    to be delivered again) and orders 1 (its start offset known, its delivery-complete count
+    not: lag unknown); orders' end offsets from feed_orders_group."""
+    view.update_topic_metadata({ORDERS_ID: "orders"}, {"orders": 4, "audit": 1})
+    batches = [StateBatch(100, 104, ACKNOWLEDGED, 1), StateBatch(105, 106, ARCHIVED, 5),
+               StateBatch(107, 107, AVAILABLE, 2)]
+    view.apply_share_state({("workers", ORDERS_ID, 0): SharePartition("workers", ORDERS_ID, 0, 100, 7,
+                                                                   tuple(batches), archived_seen=2),
+                            ("workers", ORDERS_ID, 1): SharePartition("workers", ORDERS_ID, 1, 40, -1, ())},
+                           {"share_snapshot": 2, "share_update": 5}, {"truncated": 1})
+
+
+def test_share_groups_series(served, clock) -> None:
+    view, port = served()
+    feed_orders_group(view, clock)
+    feed_share_group(view)
+    samples = parse(scrape(port)[1])
+    p0 = (("cluster", "test"), ("group", "workers"), ("topic", "orders"), ("partition", "0"))
+    p1 = (("cluster", "test"), ("group", "workers"), ("topic", "orders"), ("partition", "1"))
+    assert samples["kafka_sharegroup_partition_start_offset"] == {frozenset(p0): 100, frozenset(p1): 40}
+    # Kafka's lag: the end offset (150) minus the start offset minus the completed deliveries
+    assert samples["kafka_sharegroup_partition_lag"] == {frozenset(p0): 150 - 100 - 7}
+    assert samples["kafka_sharegroup_lag"] == {frozenset({("cluster", "test"), ("group", "workers")}): 43}
+    assert {dict(k)["state"]: v for k, v in samples["kafka_sharegroup_partition_records"].items()
+            if ("partition", "0") in k} == {"available": 1, "acknowledged": 5, "archived": 2}
+    assert {dict(k)["delivery_count"]: v for k, v in
+            samples["kafka_sharegroup_partition_delivery_count_records"].items()
+            if ("partition", "0") in k} == {"1": 5, "2": 1, "5": 2}
+    assert samples["kafka_sharegroup_partition_archived_records_total"][frozenset(p0)] == 2
+    assert samples["groupscope_share_state_records_total"] == {
+        frozenset({("cluster", "test"), ("type_name", "share_snapshot")}): 2,
+        frozenset({("cluster", "test"), ("type_name", "share_update")}): 5}
+    # the poller is asked for the end offsets of the share-partitions too
+    assert {("orders", 0), ("orders", 1)} <= view.wanted_partitions()
 
 
 @pytest.mark.parametrize("granularity", GRANULARITIES)
@@ -552,6 +593,7 @@ def test_exposition_matches_the_catalog(served, clock, compat, granularity, memb
     labels, and nothing else is."""
     view, port = served(compat=compat, granularity=granularity, member_lag=member_lag)
     feed_orders_group(view, clock)
+    feed_share_group(view)
     view.apply_events([{"event": "rebalance", "group": "shop", "timestamp_ms": int(T0 * 1000),
                         "partition": 1, "offset": 1, "end_ms": int(T0 * 1000),
                         "duration_seconds": 1.0, "sync_seconds": 0.1, "partitions_moved": []}])

@@ -177,14 +177,14 @@ def test_real_vectors_include_the_malformed_ones():
 
 
 def test_offset_commit_fast_path_agrees_with_the_schema_engine():
-    from coordinator.records.codec import _decode  # the generic, table-driven path
+    from coordinator.records.codec import _OFFSETS, _decode  # the generic, table-driven path
 
     vecs = [v for v in SERIALIZER if v["type"] in (0, 1)]
     assert len(vecs) > 300
     for vec in vecs:
         key = bytes.fromhex(vec["key_hex"])
         value = None if vec["value_hex"] is None else bytes.fromhex(vec["value_hex"])
-        assert decode(key, value) == _decode(key, value)
+        assert decode(key, value) == _decode(key, value, _OFFSETS)
 
 
 def test_records_pickle():

@@ -1,0 +1,154 @@
+"""Share groups' delivery state: `__share_group_state` read beside `__consumer_offsets`, by a
+second streaming query of the same job, through the same source.
+
+Kafka's share coordinator rebuilds its state by replaying this topic when it loads a partition,
+and keeps the topic short for that: it deletes the records below each share-partition's latest
+snapshot (`share.coordinator.state.topic.prune.interval.ms`). This query does the same at each
+launch: it reads the topic from its start, with a checkpoint of its own that no launch reuses,
+and keeps the share-partitions in the driver's view (one small object each). Nothing is lost
+across a restart, and no state is stored twice.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+import threading
+from typing import Any, Callable
+
+from coordinator.errors import DecodeError
+from coordinator.records.codec import decode_share_state
+from coordinator.state.share_partition import SharePartition, apply_share_record
+from streaming.exporter.view import MonitorView
+
+log = logging.getLogger("groupscope.share_state")
+
+SHARE_STATE_TOPIC = "__share_group_state"
+RETRY_S, RETRY_MAX_S = 10.0, 300.0
+
+Key = tuple[str, str, int]
+
+
+class ShareStateSink:
+    """foreachBatch: decodes a batch of `__share_group_state` records in log order and hands the
+    share-partitions it changed to the view. `keep_group` leaves out other shards' groups."""
+
+    def __init__(self, view: MonitorView, keep_group: Callable[[str], bool]) -> None:
+        self.view = view
+        self.keep_group = keep_group
+        self.states: dict[Key, SharePartition] = {}
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        table = batch_df.select("key", "value", "partition", "offset", "timestamp").toArrow()
+        self.apply(zip(*(table.column(name).to_pylist()
+                         for name in ("key", "value", "partition", "offset", "timestamp"))))
+
+    def apply(self, rows) -> None:
+        """(key, value, partition, offset, timestamp) rows, in any order."""
+        changed: dict[Key, SharePartition | None] = {}
+        records: dict[str, int] = {}
+        skipped: dict[str, int] = {}
+        for key, value, _, _, timestamp in sorted(rows, key=lambda r: (r[2], r[3])):
+            if key is None:
+                skipped["no_key"] = skipped.get("no_key", 0) + 1
+                continue
+            try:
+                record = decode_share_state(key, value)
+            except DecodeError as exc:
+                skipped[exc.reason] = skipped.get(exc.reason, 0) + 1
+                continue
+            records[record.type_name] = records.get(record.type_name, 0) + 1
+            k = record.key
+            if not (self.keep_group(k["group_id"]) and k["group_id"] in self.view.settings.groups):
+                continue
+            part = (k["group_id"], k["topic_id"], int(k["partition"]))
+            state = apply_share_record(self.states.get(part), record.type_name, k, record.value,
+                                       _millis(timestamp))
+            if state is None:
+                self.states.pop(part, None)
+            else:
+                self.states[part] = state
+            changed[part] = state
+        self.view.apply_share_state(changed, records, skipped)
+
+
+def _millis(timestamp: Any) -> int:
+    return int(timestamp.timestamp() * 1000) if timestamp is not None else 0
+
+
+class ShareStateQuery:
+    """The second query: started after the job's main query, stopped with it. A failure (the
+    topic refused to this principal, the cluster gone) is said in one line and the query starts
+    again from the topic's start, after a pause that doubles up to RETRY_MAX_S."""
+
+    def __init__(self, spark, config, view: MonitorView, keep_group: Callable[[str], bool],
+                 query_name: str) -> None:
+        from streaming.sources import build_source
+
+        self.spark = spark
+        self.view = view
+        self.keep_group = keep_group
+        self.query_name = query_name
+        source = dataclasses.replace(config.source, topic=SHARE_STATE_TOPIC, partitions=[],
+                                     starting_offsets="earliest")
+        self._config = dataclasses.replace(config, source=source)
+        self._build_source = build_source
+        self.checkpoint = os.path.join(config.checkpoint.path, "share-state")
+        self._trigger = f"{int(config.trigger.interval * 1000)} milliseconds"
+        self.query = None
+        self._stopped = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    def start(self) -> "ShareStateQuery":
+        self._start_query()
+        self._watcher = threading.Thread(target=self._watch, name="share-state-query", daemon=True)
+        self._watcher.start()
+        return self
+
+    def _start_query(self) -> None:
+        # a new checkpoint each time: the topic is read from its start (see the module's note)
+        shutil.rmtree(self.checkpoint, ignore_errors=True)
+        sink = ShareStateSink(self.view, self.keep_group)
+        with self.view.lock:  # what the last run held goes: it is read again
+            stale = {key: None for key in self.view.share_partitions}
+        self.view.apply_share_state(stale, {}, {})
+        stream = self._build_source(self.spark, self._config)
+        self.query = (stream.writeStream.foreachBatch(sink)
+                      .option("checkpointLocation", self.checkpoint)
+                      .trigger(processingTime=self._trigger)
+                      .queryName(self.query_name).start())
+
+    def _watch(self) -> None:
+        retry_s = RETRY_S
+        while not self._stopped.is_set():
+            query = self.query
+            try:
+                if query.isActive:
+                    query.awaitTermination(1.0)
+                    continue
+                error = query.exception()
+            except Exception:  # the JVM is going: the job is stopping
+                return
+            if self._stopped.is_set():
+                return
+            reason = str(error).strip().splitlines()[0] if error is not None else "it stopped"
+            log.error("reading %s failed (%s); share groups' delivery state is not served; "
+                      "trying again in %.0f s", SHARE_STATE_TOPIC, reason, retry_s)
+            if self._stopped.wait(retry_s):
+                return
+            retry_s = min(retry_s * 2, RETRY_MAX_S)
+            try:
+                self._start_query()
+            except Exception as exc:  # noqa: BLE001 - said, then tried again
+                log.error("starting the %s query failed: %s", SHARE_STATE_TOPIC, exc)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self.query is not None:
+            try:
+                self.query.stop()
+            except Exception:  # the JVM died first, from the same signal as this stop
+                log.debug("stopping the share-state query failed", exc_info=True)
+        if self._watcher is not None:
+            self._watcher.join(timeout=5.0)
