@@ -34,13 +34,18 @@ class ShareStateSink:
     """foreachBatch: decodes a batch of `__share_group_state` records in log order and hands the
     share-partitions it changed to the view. `keep_group` leaves out other shards' groups."""
 
-    def __init__(self, view: MonitorView, keep_group: Callable[[str], bool]) -> None:
+    def __init__(self, view: MonitorView, keep_group: Callable[[str], bool],
+                 stopping: threading.Event) -> None:
         self.view = view
         self.keep_group = keep_group
+        self.stopping = stopping
         self.states: dict[Key, SharePartition] = {}
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        table = batch_df.select("key", "value", "partition", "offset", "timestamp").toArrow()
+        from streaming.job.lifecycle import collect_output
+
+        table = collect_output(batch_df.select("key", "value", "partition", "offset", "timestamp"),
+                               self.stopping)
         self.apply(zip(*(table.column(name).to_pylist()
                          for name in ("key", "value", "partition", "offset", "timestamp"))))
 
@@ -109,7 +114,7 @@ class ShareStateQuery:
     def _start_query(self) -> None:
         # a new checkpoint each time: the topic is read from its start (see the module's note)
         shutil.rmtree(self.checkpoint, ignore_errors=True)
-        sink = ShareStateSink(self.view, self.keep_group)
+        sink = ShareStateSink(self.view, self.keep_group, self._stopped)
         with self.view.lock:  # what the last run held goes: it is read again
             stale = {key: None for key in self.view.share_partitions}
         self.view.apply_share_state(stale, {}, {})

@@ -113,8 +113,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             partitions = [p for p in partitions if p in self.options.partitions]
         if not partitions and not self._missing_logged:
             # Kafka creates __consumer_offsets on first use: wait for it rather than fail.
-            log.warning("groupscope source: topic %s not found at %s (yet); reading it as soon "
-                        "as it appears", self.options.topic, self.options.bootstrap_servers)
+            # Kafka 3.x has no share groups: their state topic missing is no news
+            log.log(logging.INFO if self.options.topic == "__share_group_state" else logging.WARNING,
+                    "groupscope source: topic %s not found at %s (yet); reading it as soon "
+                    "as it appears", self.options.topic, self.options.bootstrap_servers)
         self._missing_logged = not partitions
         return partitions
 
