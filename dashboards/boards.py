@@ -426,7 +426,7 @@ def rebalances() -> dict[str, Any]:
     layout.add(
         g.heatmap("Rebalance duration", f"sum by (le) (increase({_s('kafka_consumergroup_rebalance_duration_seconds_bucket', GROUPS)}[{RATE}]))"),
         g.heatmap("Downtime per moved partition", f"sum by (le) (increase({_s('kafka_consumergroup_rebalance_downtime_seconds_bucket', GROUPS)}[{RATE}]))"),
-        g.heatmap("Sync phase (classic)", f"sum by (le) (increase({_s('kafka_consumergroup_rebalance_sync_duration_seconds_bucket', GROUPS)}[{RATE}]))"),
+        g.heatmap("Sync phase", f"sum by (le) (increase({_s('kafka_consumergroup_rebalance_sync_duration_seconds_bucket', GROUPS)}[{RATE}]))"),
         g.timeseries("Partitions moved per interval", [g.target(
             f"sum by (group) (increase({_s('kafka_consumergroup_rebalance_partitions_moved_total', GROUPS)}[{RATE}]))",
             "{{group}}")], bars=True, stack=True, links=GROUP_LINK),

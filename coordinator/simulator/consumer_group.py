@@ -166,8 +166,10 @@ class ConsumerGroupCoordinator:
                                 "value": {"version": 0, "topic_partitions": self._topic_partitions(new)}})
         self.assignment_epoch = self.group_epoch
         self.assigned_at = self.sim.now
+        # dated as Kafka 4.3+ dates it (KIP-1263): when the computation finished
         records.append({"type": 6, "type_name": "consumer_group_target_assignment_metadata",
-                        "key": self._key(), "value": {"version": 0, "assignment_epoch": self.assignment_epoch}})
+                        "key": self._key(), "value": {"version": 0, "assignment_epoch": self.assignment_epoch,
+                                                      "assignment_timestamp": self.sim.abs_ms(self.sim.now)}})
 
     def _reconcile(self, m: ModernMember, owned: Partitions) -> None:
         if m.state == STABLE:

@@ -277,7 +277,7 @@ def _track_rebalance(state: GroupState, pos: Position, ctx: Context, events: lis
     if state.in_progress is not None:
         old = state.baseline_owners()
         events.extend(complete_rebalance(state, pos, ctx, old, state.in_progress["from_epoch"],
-                                         state.in_progress["start_ms"], "exact", None,
+                                         state.in_progress["start_ms"], "exact", _sync_seconds(state, pos),
                                          server_assignor(state.member_views()),
                                          [tuple(h) for h in state.in_progress.get("handovers", ())]))
         state.in_progress = None
@@ -288,6 +288,15 @@ def _track_rebalance(state: GroupState, pos: Position, ctx: Context, events: lis
         # the baseline epoch does not move the baseline: a member leaving writes its tombstones
         # before the epoch bump, and the rebalance that follows must still see it leave.
         state.baseline = _snapshot(state)
+
+
+def _sync_seconds(state: GroupState, pos: Position) -> float | None:
+    """From the coordinator's own time for the converged target assignment (KIP-1263's
+    AssignmentTimestamp, Kafka 4.3+) to the convergence: the members' reconciliation, the KIP-848
+    counterpart of a classic group's sync phase. None where the record has no timestamp."""
+    if not state.assignment_ts or state.assignment_epoch != state.group_epoch:
+        return None
+    return max(0.0, (pos.timestamp_ms - state.assignment_ts) / 1000.0)
 
 
 def refresh_topic_names(state: GroupState, ctx: Context) -> None:

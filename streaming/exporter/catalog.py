@@ -199,7 +199,8 @@ CATALOG: tuple[MetricFamily, ...] = (
     _f("kafka_consumergroup_rebalance_duration_seconds", HISTOGRAM,
        "Rebalance duration (end minus start).", G),
     _f("kafka_consumergroup_rebalance_sync_duration_seconds", HISTOGRAM,
-       "Rebalance sync phase duration.", G),
+       "Rebalance sync phase: from the assignment being decided (a classic leader's assignment "
+       "stored; a KIP-848 target computed, dated by Kafka 4.3+) to the rebalance's end.", G),
     _f("kafka_consumergroup_rebalance_partitions_moved", COUNTER,
        "Partitions whose owner changed in a rebalance.", G),
     _f("kafka_consumergroup_last_rebalance_timestamp_seconds", GAUGE,

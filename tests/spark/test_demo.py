@@ -27,8 +27,9 @@ def free_port() -> int:
 
 
 # The watched group must have grown every series a Group-detail panel plots, the sync phase's
-# too: only a classic group has one (a KIP-848 group's sync panel is rightly empty), and which
-# group Prometheus sees grow first varies from run to run.
+# too (a classic group's from its records' state timestamps, a KIP-848 group's from the target
+# assignment's timestamp, as Kafka 4.3+ writes it), and which group Prometheus sees grow first
+# varies from run to run.
 GROWING = ("kafka_consumergroup_rebalances_total", "kafka_consumergroup_rebalance_partitions_moved_total",
            "kafka_consumergroup_rebalance_downtime_seconds_count",
            "kafka_consumergroup_rebalance_duration_seconds_count",

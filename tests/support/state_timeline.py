@@ -86,8 +86,12 @@ def cg_epoch(group: str, epoch: int):
     return record(3, {"group_id": group}, {"version": 0, "epoch": epoch})
 
 
-def cg_target_epoch(group: str, epoch: int):
-    return record(6, {"group_id": group}, {"version": 0, "assignment_epoch": epoch})
+def cg_target_epoch(group: str, epoch: int, timestamp_ms: int | None = None):
+    """Target assignment metadata; `timestamp_ms`: KIP-1263's AssignmentTimestamp (4.3+)."""
+    value = {"version": 0, "assignment_epoch": epoch}
+    if timestamp_ms is not None:
+        value["assignment_timestamp"] = timestamp_ms
+    return record(6, {"group_id": group}, value)
 
 
 def cg_target(group: str, member_id: str, assigned: Iterable[tuple[str, int]]):

@@ -39,6 +39,24 @@ def join_and_leave() -> Timeline:
     return tl
 
 
+def test_the_assignment_timestamp_dates_the_reconciliation():
+    """Kafka 4.3+ dates each target assignment (KIP-1263): from that time to the convergence is
+    the rebalance's sync phase; a target without it (4.2 and before) leaves the phase unknown."""
+    tl = Timeline()
+    tl.add_all([cg_member(G, "A", ["orders"]), cg_epoch(G, 1), cg_target(G, "A", ORDERS),
+                cg_target_epoch(G, 1), cg_current(G, "A", 1, ORDERS)], 1_000)
+    # B joins at 10.0 s; the coordinator computes the target at 10.4 s (an assignment interval)
+    tl.add_all([cg_member(G, "B", ["orders"]), cg_epoch(G, 2)], 10_000)
+    tl.add_all([cg_target(G, "A", ORDERS[:2]), cg_target(G, "B", ORDERS[2:]),
+                cg_target_epoch(G, 2, timestamp_ms=10_400), cg_current(G, "B", 2, [], state=2)], 10_450)
+    tl.add(cg_current(G, "A", 2, ORDERS[:2]), 12_000)
+    tl.add(cg_current(G, "B", 2, ORDERS[2:]), 13_100)
+    rebalances = [e.to_dict() for e in tl.replay(GroupStore(topic_names={T1: "orders"}))
+                  if e.event == "rebalance"]
+    assert [(r["start_ms"], r["end_ms"], r["sync_seconds"]) for r in rebalances] == [
+        (1_000, 1_000, None), (10_000, 13_100, 2.7)]
+
+
 def states_along(tl: Timeline, store: GroupStore) -> list[str]:
     out = []
     for rec, partition, offset, ts in tl.entries:
