@@ -146,7 +146,13 @@ def test_rebalance_truth_every_strategy(broker, job, tmp_path: Path) -> None:
         duration = (end - start) / 1000.0
         bound = 0.2 if configs[group].protocol == "consumer" else max(0.1 * truth.duration_s, 0.5)
         print(f"{group}: moved {moved} (clients {sorted(truth.moved)}), duration {duration:.3f}s "
-              f"(clients {truth.duration_s:.3f}s), methods {[e['start_method'] for e in ours]}")
+              f"(clients {truth.duration_s:.3f}s), methods {[e['start_method'] for e in ours]}, "
+              f"sync {[e['sync_seconds'] for e in ours]}")
+        if configs[group].protocol == "consumer":
+            # Kafka 4.4 dates each target assignment (KIP-1263): the sync phase runs from it
+            syncs = [(e["sync_seconds"], e["duration_seconds"]) for e in ours]
+            if any(sync is None or not 0.0 <= sync <= duration for sync, duration in syncs):
+                failures.append(f"{group}: (sync, duration) {syncs}: a sync phase within each rebalance expected")
         if abs(duration - truth.duration_s) > bound:
             failures.append(f"{group}: duration {duration:.3f}s, clients {truth.duration_s:.3f}s "
                             f"(bound {bound:.2f}s; events {[(e['start_method'], e['duration_seconds']) for e in ours]})")
