@@ -139,3 +139,37 @@ def test_lag_unknown_until_initialised() -> None:
     assert share_lag(sp, 10) is None
     assert share_lag(SharePartition("g", "t", 0, 3, 0, ()), None) is None
     assert share_lag(SharePartition("g", "t", 0, 3, 0, ()), 10) == 7
+
+
+def test_the_sink_applies_a_batch_in_log_order_and_counts_what_it_skips() -> None:
+    """ShareStateSink.apply: rows of several partitions in any order, applied per partition in
+    offset order; undecodable ones counted by reason; other shards' groups and groups not served
+    (groups.exclude) left out; a tombstone removes the share-partition from the view."""
+    import threading
+
+    from streaming.exporter.selection import Selection
+    from streaming.exporter.view import MonitorView, ViewSettings
+    from streaming.job.share_state import ShareStateSink
+
+    view = MonitorView(ViewSettings(groups=Selection(exclude=("hidden",))))
+    sink = ShareStateSink(view, keep_group=lambda g: g != "elsewhere", stopping=threading.Event())
+
+    def row(group: str, record_type: str, value: dict | None, partition: int, offset: int):
+        key = {**KEY, "group_id": group}
+        rec = make_record(0 if record_type == "share_snapshot" else 1, record_type, key, value)
+        return (*encode_share_state(rec), partition, offset, None)
+
+    snapshot = _snapshot(0, [], complete=0)
+    rows = [row("g", "share_update", _update(-1, [_batch(0, 2, ACKNOWLEDGED, 1)], complete=3), 1, 11),
+            row("g", "share_snapshot", snapshot, 1, 10),
+            row("elsewhere", "share_snapshot", snapshot, 0, 5),
+            row("hidden", "share_snapshot", snapshot, 0, 6),
+            (b"\x00\x00\x00", b"", 0, 7, None)]
+    sink.apply(rows)
+    assert list(view.share_partitions) == [("g", KEY["topic_id"], 2)]
+    sp = view.share_partitions[("g", KEY["topic_id"], 2)]
+    assert sp.start_offset == 0 and sp.delivery_complete_count == 3  # the update came after
+    assert view.share_records == {"share_snapshot": 3, "share_update": 1}
+    assert view.share_skipped == {"truncated": 1}
+    sink.apply([row("g", "share_snapshot", None, 1, 12)])
+    assert view.share_partitions == {}
