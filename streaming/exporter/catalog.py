@@ -114,6 +114,13 @@ def exposed_name(name: str, kind: str) -> str:
     return name + "_total" if kind == COUNTER else name
 
 
+def series_names(name: str, kind: str) -> set[str]:
+    """The family's name and the names of the series it is exposed as."""
+    if kind == HISTOGRAM:
+        return {name, f"{name}_bucket", f"{name}_sum", f"{name}_count"}
+    return {name, exposed_name(name, kind)}
+
+
 _f = MetricFamily  # short, for the table below
 
 

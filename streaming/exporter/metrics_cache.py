@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pyarrow as pa
 
+from streaming.exporter.catalog import series_names
 from streaming.exporter.evaluation import Evaluator, Sink, family_specs, lag_part, log_part
 from streaming.exporter.lag_render import ColumnFamily
 from streaming.exporter.exposition import Family, LabelCache, render_header, render_samples
@@ -69,11 +70,13 @@ def _joined(chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield b"".join(gathered)
 
 
-def pieces(headers: list[bytes], views: list[Parts]) -> Iterator[bytes]:
+def pieces(headers: list[bytes], views: list[Parts],
+           slots: Iterable[int] | None = None) -> Iterator[bytes]:
     """The exposition of `views` (each with the same families) a family at a time: the text
-    format wants each family's samples together, whatever view they come from."""
-    for slot, header in enumerate(headers):
-        yield header
+    format wants each family's samples together, whatever view they come from. `slots`: only
+    those families (None: all)."""
+    for slot in range(len(headers)) if slots is None else slots:
+        yield headers[slot]
         for parts in views:
             if slot in parts.state_families:
                 yield from _joined(chunks[slot] for chunks in parts.states)
@@ -169,11 +172,21 @@ class MetricsCache:
         """The whole exposition, up to date with every change the view has seen."""
         return b"".join(self.exposition()).decode("utf-8")
 
-    def exposition(self) -> Iterator[bytes]:
+    def exposition(self, names: Iterable[str] | None = None) -> Iterator[bytes]:
         """The whole exposition as UTF-8 pieces, up to date with every change the view has
-        seen when it is called. The parts are taken under the lock; joining them happens as
-        the pieces are read, a family at a time."""
-        return pieces(self._headers, [self.parts()])
+        seen when it is called, or with `names` only the families that have a series of one of
+        those names (or are named so). The parts are taken under the lock; joining them happens
+        as the pieces are read, a family at a time."""
+        return pieces(self._headers, [self.parts()], self.slots_named(names))
+
+    def slots_named(self, names: Iterable[str] | None) -> list[int] | None:
+        """The slots of the families `names` asks for (prometheus-client's `name[]`: a family's
+        name or one of its series' names: `_total`, `_bucket`...); None for every family."""
+        if names is None:
+            return None
+        wanted = set(names)
+        return [slot for slot, family in enumerate(self.specs.values())
+                if wanted & series_names(family.name, family.kind)]
 
     def parts(self) -> "Parts":
         """This view's rendered parts, up to date with every change it has seen (for
@@ -238,8 +251,9 @@ class FleetCache:
     def views(self) -> list[MonitorView]:
         return [cache.view for cache in self.caches]
 
-    def exposition(self) -> Iterator[bytes]:
-        return pieces(self._headers, [cache.parts() for cache in self.caches])
+    def exposition(self, names: Iterable[str] | None = None) -> Iterator[bytes]:
+        return pieces(self._headers, [cache.parts() for cache in self.caches],
+                      self.caches[0].slots_named(names))
 
     def text(self) -> str:
         return b"".join(self.exposition()).decode("utf-8")

@@ -16,6 +16,7 @@ import zlib
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any, Callable, Iterable, Iterator
+from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from streaming.exporter.metrics_cache import MetricsCache
@@ -67,7 +68,9 @@ def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
                 return [f"{health[0][1]}\n".encode()]
             return ["".join(f"{cluster}: {said}\n" for cluster, said in health).encode()]
         if path in ("/metrics", "/"):
-            pieces: Iterable[bytes] = cache.exposition()
+            # `?name[]=x&name[]=y`: those families only, as prometheus-client's handler serves
+            names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
+            pieces: Iterable[bytes] = cache.exposition(names)
             headers = [("Content-Type", CONTENT_TYPE)]
             if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
                 headers.append(("Content-Encoding", "gzip"))

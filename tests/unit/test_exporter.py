@@ -152,6 +152,22 @@ def test_share_groups_series(served, clock) -> None:
     assert {("orders", 0), ("orders", 1)} <= view.wanted_partitions()
 
 
+def test_a_scrape_may_ask_for_some_families_by_name(served, clock) -> None:
+    """`/metrics?name[]=...` (prometheus-client's filter): only the families named, by family
+    or series name, each whole."""
+    view, port = served()
+    feed_orders_group(view, clock)
+    everything = parse(scrape(port)[1])
+    some = parse(scrape(port, "/metrics?name[]=kafka_consumergroup_lag&name[]=groupscope_records_total"
+                                 "&name[]=kafka_consumergroup_rebalance_duration_seconds_bucket")[1])
+    assert set(some) == {"kafka_consumergroup_lag", "groupscope_records_total",
+                         "kafka_consumergroup_rebalance_duration_seconds_bucket",
+                         "kafka_consumergroup_rebalance_duration_seconds_sum",
+                         "kafka_consumergroup_rebalance_duration_seconds_count"} & set(everything)
+    assert some["kafka_consumergroup_lag"] == everything["kafka_consumergroup_lag"]
+    assert parse(scrape(port, "/metrics?name[]=no_such_family")[1]) == {}
+
+
 @pytest.mark.parametrize("granularity", GRANULARITIES)
 def test_member_lag_sums_and_maximises_the_partitions_each_member_owns(served, clock, granularity):
     view, port = served(member_lag=True, granularity=granularity)
