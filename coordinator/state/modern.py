@@ -277,7 +277,8 @@ def _track_rebalance(state: GroupState, pos: Position, ctx: Context, events: lis
     if state.in_progress is not None:
         old = state.baseline_owners()
         events.extend(complete_rebalance(state, pos, ctx, old, state.in_progress["from_epoch"],
-                                         state.in_progress["start_ms"], "exact", _sync_seconds(state, pos),
+                                         state.in_progress["start_ms"], "exact",
+                                         _sync_seconds(state, state.in_progress["start_ms"], pos),
                                          server_assignor(state.member_views()),
                                          [tuple(h) for h in state.in_progress.get("handovers", ())]))
         state.in_progress = None
@@ -290,13 +291,15 @@ def _track_rebalance(state: GroupState, pos: Position, ctx: Context, events: lis
         state.baseline = _snapshot(state)
 
 
-def _sync_seconds(state: GroupState, pos: Position) -> float | None:
+def _sync_seconds(state: GroupState, start_ms: int, pos: Position) -> float | None:
     """From the coordinator's own time for the converged target assignment (KIP-1263's
     AssignmentTimestamp, Kafka 4.3+) to the convergence: the members' reconciliation, the KIP-848
-    counterpart of a classic group's sync phase. None where the record has no timestamp."""
+    counterpart of a classic group's sync phase. None where the record has no timestamp. The
+    coordinator dates the assignment before it appends the epoch bump written with it (by a few
+    ms on Kafka 4.4), so the phase starts no earlier than the rebalance."""
     if not state.assignment_ts or state.assignment_epoch != state.group_epoch:
         return None
-    return max(0.0, (pos.timestamp_ms - state.assignment_ts) / 1000.0)
+    return max(0.0, (pos.timestamp_ms - max(state.assignment_ts, start_ms)) / 1000.0)
 
 
 def refresh_topic_names(state: GroupState, ctx: Context) -> None:

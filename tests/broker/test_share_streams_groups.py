@@ -104,7 +104,8 @@ def _agree(kafka: Callable[[], Side], ours: Callable[[], Side | None], members: 
 
 
 def _two_then_one(members: list[subprocess.Popen], kafka: Callable[[], Side],
-                  ours: Callable[[], Side | None], what: str) -> None:
+                  ours: Callable[[], Side | None], what: str,
+                  rebalances: Callable[[], float] | None = None) -> None:
     """Two members share the topic's partitions on both sides; the first stops cleanly (SIGTERM:
     the client closes and leaves), and both sides agree the other now holds them all."""
     try:
@@ -115,6 +116,8 @@ def _two_then_one(members: list[subprocess.Popen], kafka: Callable[[], Side],
         one = _agree(kafka, ours, 1, f"one {what} left")
         assert one["epoch"] > two["epoch"]
         assert len(next(iter(one["members"].values()))[1]) == PARTITIONS
+        if rebalances is not None:  # the second member's join and the first one's leave at least
+            assert rebalances() >= 2
     finally:
         for member in members:
             member.kill()
@@ -130,7 +133,8 @@ def test_share_group_members_come_and_go(broker, job) -> None:
                                    "--group", group, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for _ in range(2)]
     _two_then_one(consumers, lambda: _kafka_share(broker, group), lambda: _ours(job, group, "share"),
-                  "share consumers")
+                  "share consumers", lambda: job.scrape().get("kafka_consumergroup_rebalances_total", {}).get(
+                      frozenset({("cluster", CLUSTER), ("group", group)}), 0))
 
 
 # -- share groups' delivery state (__share_group_state) against kafka-share-groups.sh ------------
@@ -182,10 +186,13 @@ def test_share_group_delivery_state_matches_kafka(broker, job) -> None:
         for i in range(RECORDS_PER_PARTITION):
             producer.send(topic, value=f"r{i}".encode(), partition=p)
     producer.close()
-    for group in groups.values():  # share groups start at the log's end unless told otherwise
-        broker.run_tool(CONFIG_COMMAND, "--bootstrap-server", broker.bootstrap, "--entity-type", "groups",
-                        "--entity-name", group, "--alter", "--add-config", "share.auto.offset.reset=earliest",
-                        check=True)
+    # share groups start at the log's end unless told otherwise (one tool a group, all at once)
+    configs = [broker.start_tool(CONFIG_COMMAND, "--bootstrap-server", broker.bootstrap, "--entity-type", "groups",
+                                 "--entity-name", group, "--alter", "--add-config",
+                                 "share.auto.offset.reset=earliest") for group in groups.values()]
+    for tool in configs:
+        out, err = tool.communicate(timeout=120)
+        assert tool.returncode == 0, out + err
     consumers = [broker.start_tool(SHARE_CONSUMER, "--bootstrap-server", broker.bootstrap, "--topic", topic,
                                    "--group", groups[mode], *args, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)

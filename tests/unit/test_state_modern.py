@@ -55,6 +55,13 @@ def test_the_assignment_timestamp_dates_the_reconciliation():
                   if e.event == "rebalance"]
     assert [(r["start_ms"], r["end_ms"], r["sync_seconds"]) for r in rebalances] == [
         (1_000, 1_000, None), (10_000, 13_100, 2.7)]
+    # dated before the epoch bump's own record (Kafka dates it before it appends both): the
+    # phase is the whole rebalance, no longer
+    tl.add_all([cg_member(G, "C", ["orders"]), cg_epoch(G, 3), cg_target(G, "C", []),
+                cg_target_epoch(G, 3, timestamp_ms=19_990), cg_current(G, "C", 3, [])], 20_000)
+    tl.add_all([cg_current(G, "A", 3, ORDERS[:2]), cg_current(G, "B", 3, ORDERS[2:])], 20_500)
+    last = [e.to_dict() for e in tl.replay(GroupStore(topic_names={T1: "orders"})) if e.event == "rebalance"][-1]
+    assert (last["duration_seconds"], last["sync_seconds"]) == (0.5, 0.5)
 
 
 def states_along(tl: Timeline, store: GroupStore) -> list[str]:
