@@ -44,7 +44,7 @@ class SharePartition:
     snapshot_epoch: int = 0
     state_epoch: int = UNKNOWN
     leader_epoch: int = UNKNOWN
-    archived_seen: int = 0   # offsets seen entering the archived state since the job began reading
+    archived_seen: int = 0   # offsets seen entering the archived state (counted records only)
     updated_ms: int = 0      # the timestamp of the last record applied
 
     @property
@@ -115,17 +115,21 @@ def _newly_archived(before: SharePartition | None, batches: tuple[StateBatch, ..
 
 
 def apply_share_record(before: SharePartition | None, type_name: str, key: Mapping[str, Any],
-                       value: Mapping[str, Any] | None, timestamp_ms: int) -> SharePartition | None:
-    """The share-partition after one `__share_group_state` record (None: it is gone)."""
+                       value: Mapping[str, Any] | None, timestamp_ms: int,
+                       counted: bool = True) -> SharePartition | None:
+    """The share-partition after one `__share_group_state` record (None: it is gone). With
+    `counted` false (a record from before the job started), offsets it archives change the state
+    but not `archived_seen`: a counter that began again from the backlog at each start would
+    read as new archives."""
     if value is None:
         return None
     group, topic_id, partition = key["group_id"], key["topic_id"], int(key["partition"])
     complete = int(value.get("delivery_complete_count", UNKNOWN))
+    seen = before.archived_seen if before is not None else 0
     if type_name == "share_snapshot":
         batches = _batches(value)
         same_epoch = before is not None and before.state_epoch == int(value["state_epoch"])
-        archived = (before.archived_seen if before is not None else 0) + \
-            _newly_archived(before if same_epoch else None, batches)
+        archived = seen + (_newly_archived(before if same_epoch else None, batches) if counted else 0)
         return SharePartition(group, topic_id, partition, int(value["start_offset"]), complete, batches,
                               int(value["snapshot_epoch"]), int(value["state_epoch"]),
                               int(value["leader_epoch"]), archived, timestamp_ms)
@@ -140,8 +144,8 @@ def apply_share_record(before: SharePartition | None, type_name: str, key: Mappi
     return SharePartition(group, topic_id, partition, start, complete, batches,
                           int(value["snapshot_epoch"]),
                           before.state_epoch if before is not None else UNKNOWN, leader,
-                          (before.archived_seen if before is not None else 0)
-                          + _newly_archived(before, combine_batches((), new, start)),
+                          seen + (_newly_archived(before, combine_batches((), new, start))
+                                  if counted else 0),
                           timestamp_ms)
 
 

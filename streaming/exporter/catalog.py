@@ -231,7 +231,7 @@ CATALOG: tuple[MetricFamily, ...] = (
        GTP + ("delivery_count",), granularity=PARTITION),
     _f("kafka_sharegroup_partition_archived_records", COUNTER,
        "Records seen entering the archived state (rejected, or delivered as often as the group "
-       "allows) since the job began reading.", GTP, granularity=PARTITION),
+       "allows) since the job started.", GTP, granularity=PARTITION),
     _f("kafka_sharegroup_lag", GAUGE, "Sum of the group's known share-partition lags.", G),
     _f("kafka_sharegroup_archived_records", COUNTER,
        "Records of the group seen entering the archived state, summed.", G),

@@ -436,8 +436,20 @@ class Job:
             from streaming.job.share_state import ShareStateQuery
 
             self.share_state = ShareStateQuery(self.spark, config, self.view, self._in_shard,
-                                               f"{self._query_name}-share-state").start()
+                                               f"{self._query_name}-share-state",
+                                               self._share_state_ends).start()
         return query
+
+    def _share_state_ends(self) -> Mapping[int, int]:
+        from streaming.job.share_state import SHARE_STATE_TOPIC
+
+        # a client of its own: the progress poller's is used from another thread
+        client = self._offsets_client_factory()
+        try:
+            partitions = client.partitions(SHARE_STATE_TOPIC)
+            return client.latest(SHARE_STATE_TOPIC, partitions) if partitions else {}
+        finally:
+            client.close()
 
     def _in_shard(self, group: str) -> bool:
         """Whether `group` is one of this job's (source.partitions: its __consumer_offsets
@@ -445,11 +457,12 @@ class Job:
         shard = self.config.source.partitions
         if not shard:
             return True
-        if self._offsets_partitions is None:
-            client = self._progress_client
-            if client is None:
-                client = self._progress_client = self._offsets_client_factory()
-            self._offsets_partitions = len(client.partitions(self.config.source.topic))
+        if self._offsets_partitions is None:  # a client of its own, as _share_state_ends
+            client = self._offsets_client_factory()
+            try:
+                self._offsets_partitions = len(client.partitions(self.config.source.topic))
+            finally:
+                client.close()
         return partition_for(group, self._offsets_partitions) in shard
 
     def _start_query(self):

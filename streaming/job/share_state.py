@@ -15,7 +15,7 @@ import logging
 import os
 import shutil
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from coordinator.errors import DecodeError
 from coordinator.records.codec import decode_share_state
@@ -35,10 +35,13 @@ class ShareStateSink:
     share-partitions it changed to the view. `keep_group` leaves out other shards' groups."""
 
     def __init__(self, view: MonitorView, keep_group: Callable[[str], bool],
-                 stopping: threading.Event) -> None:
+                 stopping: threading.Event, backlog: Mapping[int, int] | None = None) -> None:
         self.view = view
         self.keep_group = keep_group
         self.stopping = stopping
+        # partition -> its end offset when the job started reading: archives written before it
+        # are state, not news (SharePartition.archived_seen)
+        self.backlog = dict(backlog or {})
         self.states: dict[Key, SharePartition] = {}
 
     def __call__(self, batch_df, batch_id: int) -> None:
@@ -54,7 +57,7 @@ class ShareStateSink:
         changed: dict[Key, SharePartition | None] = {}
         records: dict[str, int] = {}
         skipped: dict[str, int] = {}
-        for key, value, _, _, timestamp in sorted(rows, key=lambda r: (r[2], r[3])):
+        for key, value, partition, offset, timestamp in sorted(rows, key=lambda r: (r[2], r[3])):
             if key is None:
                 skipped["no_key"] = skipped.get("no_key", 0) + 1
                 continue
@@ -69,7 +72,8 @@ class ShareStateSink:
                 continue
             part = (k["group_id"], k["topic_id"], int(k["partition"]))
             state = apply_share_record(self.states.get(part), record.type_name, k, record.value,
-                                       _millis(timestamp))
+                                       _millis(timestamp),
+                                       counted=offset >= self.backlog.get(partition, 0))
             if state is None:
                 self.states.pop(part, None)
             else:
@@ -88,13 +92,14 @@ class ShareStateQuery:
     again from the topic's start, after a pause that doubles up to RETRY_MAX_S."""
 
     def __init__(self, spark, config, view: MonitorView, keep_group: Callable[[str], bool],
-                 query_name: str) -> None:
+                 query_name: str, backlog: Callable[[], Mapping[int, int]] = dict) -> None:
         from streaming.sources import build_source
 
         self.spark = spark
         self.view = view
         self.keep_group = keep_group
         self.query_name = query_name
+        self._backlog = backlog  # the topic's end offsets now (streaming.job.lifecycle.Job)
         source = dataclasses.replace(config.source, topic=SHARE_STATE_TOPIC, partitions=[],
                                      starting_offsets="earliest")
         self._config = dataclasses.replace(config, source=source)
@@ -114,7 +119,13 @@ class ShareStateQuery:
     def _start_query(self) -> None:
         # a new checkpoint each time: the topic is read from its start (see the module's note)
         shutil.rmtree(self.checkpoint, ignore_errors=True)
-        sink = ShareStateSink(self.view, self.keep_group, self._stopped)
+        try:
+            backlog = self._backlog()
+        except Exception as exc:  # noqa: BLE001 - unreachable or refused: the query says so
+            log.info("%s: end offsets unknown (%s): its archives are counted from its start",
+                     SHARE_STATE_TOPIC, exc)
+            backlog = {}
+        sink = ShareStateSink(self.view, self.keep_group, self._stopped, backlog)
         with self.view.lock:  # what the last run held goes: it is read again
             stale = {key: None for key in self.view.share_partitions}
         self.view.apply_share_state(stale, {}, {})

@@ -173,3 +173,27 @@ def test_the_sink_applies_a_batch_in_log_order_and_counts_what_it_skips() -> Non
     assert view.share_skipped == {"truncated": 1}
     sink.apply([row("g", "share_snapshot", None, 1, 12)])
     assert view.share_partitions == {}
+
+
+def test_archives_from_before_the_start_are_state_not_news() -> None:
+    """Records below the topic's end offset at the job's start (`backlog`) build the state but
+    add nothing to the archived counter: a restarted job's counter starts from 0 again instead
+    of counting old archives as new ones."""
+    import threading
+
+    from streaming.exporter.view import MonitorView
+    from streaming.job.share_state import ShareStateSink
+
+    def row(value: dict, offset: int):
+        rec = make_record(1, "share_update", KEY, value)
+        return (*encode_share_state(rec), 0, offset, None)
+
+    first = _snapshot(0, [], complete=0)
+    archive = _update(-1, [_batch(0, 3, ARCHIVED, 5)], complete=4)
+    archive_more = _update(-1, [_batch(4, 5, ARCHIVED, 1)], complete=6)
+    view = MonitorView()
+    sink = ShareStateSink(view, lambda g: True, threading.Event(), backlog={0: 2})
+    snapshot_row = (*encode_share_state(make_record(0, "share_snapshot", KEY, first)), 0, 0, None)
+    sink.apply([snapshot_row, row(archive, 1), row(archive_more, 2)])
+    (sp,) = view.share_partitions.values()
+    assert records_by_state(sp)["archived"] == 6 and sp.archived_seen == 2
