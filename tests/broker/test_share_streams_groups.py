@@ -36,7 +36,7 @@ Side = dict[str, Any]  # {"state", "epoch", "assignment_epoch", "members": {id: 
 @pytest.fixture(scope="module")
 def job(spark, broker, tmp_path_factory):
     """One job for the module: each test watches groups of its own."""
-    running = run_groupscope_job(spark, broker.bootstrap, tmp_path_factory.mktemp("job"))
+    running = run_groupscope_job(spark, broker.bootstrap, tmp_path_factory.mktemp("job"), share_state=True)
     yield running
     running.stop()
 
