@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4
 STATE_NAMES: dict[int, str] = {AVAILABLE: "available", ACKNOWLEDGED: "acknowledged",
@@ -92,9 +92,17 @@ def _batches(value: Mapping[str, Any]) -> tuple[StateBatch, ...]:
                             int(b["delivery_count"])) for b in value.get("state_batches") or ())
 
 
+def _past(batches: Iterable[StateBatch], start: int) -> Iterator[tuple[StateBatch, int, int]]:
+    """Each batch with offsets at or past `start` (UNKNOWN, -1: all), and its first and last
+    such offset."""
+    for b in batches:
+        if b.last_offset >= start:
+            yield b, max(b.first_offset, start), b.last_offset
+
+
 def _archived(batches: Iterable[StateBatch], from_offset: int) -> list[tuple[int, int]]:
-    return [(max(b.first_offset, from_offset), b.last_offset) for b in batches
-            if b.delivery_state == ARCHIVED and b.last_offset >= from_offset]
+    return [(first, last) for b, first, last in _past(batches, from_offset)
+            if b.delivery_state == ARCHIVED]
 
 
 def _newly_archived(before: SharePartition | None, batches: tuple[StateBatch, ...]) -> int:
@@ -152,19 +160,19 @@ def apply_share_record(before: SharePartition | None, type_name: str, key: Mappi
 def records_by_state(sp: SharePartition) -> dict[str, int]:
     """Records at or past the start offset in each written state (every state, zeros included)."""
     counts = {name: 0 for name in STATE_NAMES.values()}
-    for b in sp.batches:
+    for b, first, last in _past(sp.batches, sp.start_offset):
         name = STATE_NAMES.get(b.delivery_state)
-        if name is not None and (sp.start_offset == UNKNOWN or b.last_offset >= sp.start_offset):
-            counts[name] += b.last_offset - max(b.first_offset, sp.start_offset) + 1
+        if name is not None:
+            counts[name] += last - first + 1
     return counts
 
 
 def records_by_delivery_count(sp: SharePartition) -> dict[int, int]:
     """Records at or past the start offset by how often they were delivered (counts above 0)."""
     counts: Counter[int] = Counter()
-    for b in sp.batches:
-        if b.delivery_count > 0 and (sp.start_offset == UNKNOWN or b.last_offset >= sp.start_offset):
-            counts[b.delivery_count] += b.last_offset - max(b.first_offset, sp.start_offset) + 1
+    for b, first, last in _past(sp.batches, sp.start_offset):
+        if b.delivery_count > 0:
+            counts[b.delivery_count] += last - first + 1
     return dict(sorted(counts.items()))
 
 

@@ -440,16 +440,23 @@ class Job:
                                                self._share_state_ends).start()
         return query
 
+    def _ask_once(self, ask: Callable[[Any], Any]) -> Any:
+        """`ask(client)` on an offsets client of its own, closed after: the progress poller's
+        client is used from another thread."""
+        client = self._offsets_client_factory()
+        try:
+            return ask(client)
+        finally:
+            client.close()
+
     def _share_state_ends(self) -> Mapping[int, int]:
         from streaming.job.share_state import SHARE_STATE_TOPIC
 
-        # a client of its own: the progress poller's is used from another thread
-        client = self._offsets_client_factory()
-        try:
+        def ends(client) -> Mapping[int, int]:
             partitions = client.partitions(SHARE_STATE_TOPIC)
             return client.latest(SHARE_STATE_TOPIC, partitions) if partitions else {}
-        finally:
-            client.close()
+
+        return self._ask_once(ends)
 
     def _in_shard(self, group: str) -> bool:
         """Whether `group` is one of this job's (source.partitions: its __consumer_offsets
@@ -457,12 +464,9 @@ class Job:
         shard = self.config.source.partitions
         if not shard:
             return True
-        if self._offsets_partitions is None:  # a client of its own, as _share_state_ends
-            client = self._offsets_client_factory()
-            try:
-                self._offsets_partitions = len(client.partitions(self.config.source.topic))
-            finally:
-                client.close()
+        if self._offsets_partitions is None:
+            self._offsets_partitions = self._ask_once(
+                lambda client: len(client.partitions(self.config.source.topic)))
         return partition_for(group, self._offsets_partitions) in shard
 
     def _start_query(self):

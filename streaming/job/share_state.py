@@ -42,7 +42,6 @@ class ShareStateSink:
         # partition -> its end offset when the job started reading: archives written before it
         # are state, not news (SharePartition.archived_seen)
         self.backlog = dict(backlog or {})
-        self.states: dict[Key, SharePartition] = {}
 
     def __call__(self, batch_df, batch_id: int) -> None:
         from streaming.job.lifecycle import collect_output
@@ -71,14 +70,11 @@ class ShareStateSink:
             if not (self.keep_group(k["group_id"]) and k["group_id"] in self.view.settings.groups):
                 continue
             part = (k["group_id"], k["topic_id"], int(k["partition"]))
-            state = apply_share_record(self.states.get(part), record.type_name, k, record.value,
-                                       _millis(timestamp),
-                                       counted=offset >= self.backlog.get(partition, 0))
-            if state is None:
-                self.states.pop(part, None)
-            else:
-                self.states[part] = state
-            changed[part] = state
+            # the view holds what earlier batches built (only this sink writes it)
+            before = changed[part] if part in changed else self.view.share_partitions.get(part)
+            changed[part] = apply_share_record(before, record.type_name, k, record.value,
+                                               _millis(timestamp),
+                                               counted=offset >= self.backlog.get(partition, 0))
         self.view.apply_share_state(changed, records, skipped)
 
 
