@@ -72,9 +72,10 @@ class PartitionTable:
     def __len__(self) -> int:
         return self.count
 
-    def _grow(self) -> None:
+    def _grow(self, needed: int) -> None:
         size = len(self.live)
-        new = size + max(size // 2, 1024)  # by half: the slack is memory a million rows pay for
+        # By half: the slack is memory a million rows pay for.
+        new = max(size + max(size // 2, 1024), needed)
         for name, dtype, fill in self._COLUMNS:
             grown = np.full(new, fill, dtype=dtype)
             grown[:size] = getattr(self, name)
@@ -84,16 +85,19 @@ class PartitionTable:
             grown[:size] = getattr(self, name)
             setattr(self, name, grown)
 
-    def reserve(self) -> int:
-        """A free row for a new group-partition; `fill` gives it its columns (rows are made in
-        bulk: numpy costs a microsecond or so per element assigned one at a time)."""
-        if self._released:
-            return self._released.pop()
-        if self._used == len(self.live):
-            self._grow()
-        row = self._used
-        self._used += 1
-        return row
+    def reserve(self, count: int) -> np.ndarray:
+        """`count` free rows for new group-partitions, rows given back first; `fill` gives them
+        their columns."""
+        take = min(count, len(self._released))
+        reused = self._released[len(self._released) - take:] if take else []
+        del self._released[len(self._released) - take:]
+        fresh = count - take
+        if self._used + fresh > len(self.live):
+            self._grow(self._used + fresh)
+        rows = np.concatenate((np.array(reused, dtype=np.int64),
+                               np.arange(self._used, self._used + fresh, dtype=np.int64)))
+        self._used += fresh
+        return rows
 
     def fill(self, rows: np.ndarray, groups: np.ndarray, topics: np.ndarray,
              partitions: np.ndarray, tps: np.ndarray, exported: np.ndarray) -> None:

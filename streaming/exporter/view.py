@@ -29,6 +29,7 @@ from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, MEMBER_LAG
 from streaming.exporter.ends_table import EndsTable, tp_key, tp_parts
 from streaming.exporter.lag_render import NameTable
 from streaming.exporter.partition_table import Names, PartitionTable
+from streaming.exporter.row_index import RowIndex, compose
 from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, Histogram
 from streaming.exporter.selection import EVERYTHING, Selection
 
@@ -68,7 +69,7 @@ class ViewSettings:
 
 
 class GroupRecord:
-    __slots__ = ("name", "id", "snapshot", "partitions", "subscribed", "owners", "rebalances",
+    __slots__ = ("name", "id", "snapshot", "pending", "snapshot_from", "subscribed", "owners", "rebalances",
                  "partitions_moved", "last_rebalance_s", "rebalance_duration", "sync_duration",
                  "downtime", "dead_since_s", "last_activity_s", "ever_had_members")
 
@@ -76,7 +77,11 @@ class GroupRecord:
         self.name = name
         self.id = group_id  # its id in the PartitionTable's group column
         self.snapshot: dict[str, Any] | None = None
-        self.partitions: dict[TopicPartition, int] = {}  # -> row of the PartitionTable
+        # Commits gathered while a batch is applied, (topic id, partition, offset, commit
+        # time), applied to the table with every other group's at once; from `snapshot_from` on,
+        # those of the batch's last snapshot of the group, which lists all its partitions.
+        self.pending: list[tuple[int, int, int, float]] = []
+        self.snapshot_from: int | None = None
         self.subscribed: frozenset[str] | None = None  # last non-empty subscription seen
         self.owners: dict[TopicPartition, dict[str, Any]] = {}
         self.rebalances = 0
@@ -109,9 +114,8 @@ class MonitorView:
         self.topics = Names()  # topic name -> id, for the columns
         self.table = PartitionTable(self.settings.status.window_size)
         self.ends = EndsTable(self.settings.time_table_size)
-        # Commits gathered while a batch is applied, then applied to the table at once.
-        self._pending: list[tuple[int, int, float]] = []
-        self._new: list[tuple[int, GroupRecord, int, int]] = []  # rows reserved, to fill
+        self.index = RowIndex()  # (group, topic, partition) -> row of the table
+        self._touched: dict[GroupRecord, None] = {}  # groups with commits gathered, in order
         self._released: list[int] = []
         self.groups_version = 0  # bumped when a group appears, dies or goes
         self._order: tuple | None = None  # exposition_order's cache
@@ -366,8 +370,7 @@ class MonitorView:
         self._flush()
 
     def _drop_group(self, group: GroupRecord) -> None:
-        self._released.extend(group.partitions.values())
-        group.partitions.clear()
+        self._release_rows(group)
         del self.groups[group.name]
         self.group_ids.release(group.name)
         self.groups_version += 1
@@ -433,19 +436,23 @@ class MonitorView:
             group.owners = self._owners(snapshot)
         group.snapshot = state
         activity = (snapshot.get("updated_ms") or 0) / 1000.0
-        seen: set[TopicPartition] = set()
         topics = self.settings.topics
-        for entry in snapshot.get("offsets") or []:
-            if not topics.everything and entry["topic"] not in topics:
+        ids, topic_id = self.topics.ids, self.topics.id
+        pending = group.pending
+        # Partitions held but not listed are an offset tombstone's (deleted or expired offsets):
+        # released when the batch is applied (_apply_commits).
+        group.snapshot_from = len(pending)
+        self._touched[group] = None
+        for entry in snapshot.get("offsets") or ():
+            topic = entry["topic"]
+            if not topics.everything and topic not in topics:
                 continue
-            key = (entry["topic"], int(entry["partition"]))
-            seen.add(key)
+            tid = ids.get(topic)
             commit_s = entry["commit_timestamp_ms"] / 1000.0
-            self._commit(group, key, int(entry["offset"]), commit_s)
-            activity = max(activity, commit_s)
-        for key in [key for key in group.partitions if key not in seen]:
-            # An offset tombstone (deleted or expired offsets).
-            self._released.append(group.partitions.pop(key))
+            pending.append((topic_id(topic) if tid is None else tid, int(entry["partition"]),
+                            int(entry["offset"]), commit_s))
+            if commit_s > activity:
+                activity = commit_s
         last_rebalance = snapshot.get("last_rebalance")
         if last_rebalance and last_rebalance.get("end_ms") is not None:
             end_s = last_rebalance["end_ms"] / 1000.0
@@ -460,40 +467,66 @@ class MonitorView:
         return self.settings.include_unsubscribed or subscribed is None or topic in subscribed
 
     def _export(self, group: GroupRecord) -> None:
-        if group.partitions:
-            self.table.set_exported(list(group.partitions.values()),
-                                    [self._exported(group, t) for t, _ in group.partitions])
+        rows = self.index.group_rows(group.id)
+        if len(rows):
+            names = self.topics.names
+            self.table.set_exported(rows.tolist(), [self._exported(group, names[t]) for t in
+                                                    self.table.topic[rows].tolist()])
 
-    def _commit(self, group: GroupRecord, key: TopicPartition, offset: int,
+    def _commit(self, group: GroupRecord, topic: str, partition: int, offset: int,
                 commit_s: float) -> None:
-        row = group.partitions.get(key)
-        if row is None:
-            topic, partition = key
-            topic_id = self.topics.id(topic)
-            row = group.partitions[key] = self.table.reserve()
-            self._new.append((row, group, topic_id, partition))
-        self._pending.append((row, offset, commit_s))
+        group.pending.append((self.topics.id(topic), partition, offset, commit_s))
+        self._touched[group] = None
+
+    def _release_rows(self, group: GroupRecord) -> None:
+        """Give up every row of the group, and the commits gathered for it."""
+        group.pending, group.snapshot_from = [], None
+        self._released.extend(self.index.remove_group(group.id).tolist())
 
     def _flush(self) -> None:
-        """Apply the gathered commits to the table, each with its lag when it was made (from
-        the end offsets known at its commit time), then free the rows given up."""
-        new, self._new = self._new, []
-        if new:  # whether a row is exported is decided now: the batch may have resubscribed
-            names = self.topics.names
-            rows, groups, topics, partitions = zip(*new)
-            topic_ids = np.array(topics, dtype=np.int64)
-            partition_ids = np.array(partitions, dtype=np.int64)
-            self.table.fill(np.array(rows, dtype=np.int64),
-                            np.array([g.id for g in groups], dtype=np.int32),
-                            topic_ids.astype(np.int32), partition_ids.astype(np.int32),
-                            tp_key(topic_ids, partition_ids),
-                            np.array([self._exported(g, names[t]) for g, t in zip(groups, topics)],
-                                     dtype=np.bool_))
-        pending, self._pending = self._pending, []
-        if pending:
-            rows = np.fromiter((p[0] for p in pending), dtype=np.int64, count=len(pending))
-            offsets = np.fromiter((p[1] for p in pending), dtype=np.int64, count=len(pending))
-            times = np.fromiter((p[2] for p in pending), dtype=np.float64, count=len(pending))
+        """Apply the gathered commits to the table, then free the rows given up."""
+        touched, self._touched = self._touched, {}
+        groups = [g for g in touched if g.pending or g.snapshot_from is not None]
+        committed = self._apply_commits(groups) if groups else False
+        released, self._released = self._released, []
+        self.table.release(released)
+        if committed or released:
+            self.offsets_version += 1
+
+    def _apply_commits(self, groups: list[GroupRecord]) -> bool:
+        """The gathered commits of `groups`, all at once: rows found or made for them, each
+        commit with its lag when it was made (from the end offsets known at its commit time),
+        and the rows their snapshots no longer list released. Whether anything was committed."""
+        counts = [len(g.pending) for g in groups]
+        starts = np.concatenate(([0], np.cumsum(counts)))
+        entries = [entry for g in groups for entry in g.pending]
+        snapshots = [(i, g.snapshot_from) for i, g in enumerate(groups)
+                     if g.snapshot_from is not None]
+        gids = np.repeat(np.array([g.id for g in groups], dtype=np.int64), counts)
+        for g in groups:
+            g.pending, g.snapshot_from = [], None
+        if entries:
+            topics, partitions, offsets, times = (np.array(column) for column in zip(*entries))
+            topics, partitions = topics.astype(np.int64), partitions.astype(np.int64)
+            offsets, times = offsets.astype(np.int64), times.astype(np.float64)
+        else:
+            topics = partitions = offsets = np.empty(0, dtype=np.int64)
+            times = np.empty(0, dtype=np.float64)
+        keys = compose(gids, topics, partitions)
+        rows = self.index.lookup(keys)
+        missing = np.flatnonzero(rows < 0)
+        if len(missing):
+            new_keys, first, inverse = np.unique(keys[missing], return_index=True,
+                                                 return_inverse=True)
+            made = missing[first]
+            new_rows = self.table.reserve(len(new_keys))
+            self.table.fill(new_rows, gids[made].astype(np.int32), topics[made].astype(np.int32),
+                            partitions[made].astype(np.int32), tp_key(topics[made],
+                                                                      partitions[made]),
+                            self._exported_flags(groups, gids[made], topics[made]))
+            self.index.add(new_keys, new_rows)
+            rows[missing] = new_rows[inverse.reshape(-1)]
+        if entries:
             ends = self.ends
             at = ends.rows_of(self.table.tp[rows])
             have = at >= 0
@@ -504,10 +537,27 @@ class MonitorView:
                                         times[have])
                 lags[have] = np.where(known, np.maximum(0, end - offsets[have]), NO_LAG)
             self.table.commit(rows, offsets, times, lags, self.settings.status.min_distance_s)
-        released, self._released = self._released, []
-        self.table.release(released)
-        if pending or released:
-            self.offsets_version += 1
+        if snapshots:
+            listed = np.zeros(len(keys), dtype=np.bool_)
+            for i, start in snapshots:
+                listed[starts[i] + start:starts[i + 1]] = True
+            at = self.index.group_positions([groups[i].id for i, _ in snapshots])
+            gone = at[~np.isin(self.index.keys[at], keys[listed])]
+            self._released.extend(self.index.remove_positions(gone).tolist())
+        return bool(entries)
+
+    def _exported_flags(self, groups: list[GroupRecord], gids: np.ndarray,
+                        topics: np.ndarray) -> np.ndarray:
+        """Whether each new row is exported, decided now: the batch may have resubscribed."""
+        if self.settings.include_unsubscribed:
+            return np.ones(len(gids), dtype=np.bool_)
+        by_id = {g.id: g for g in groups}
+        names = self.topics.names
+        _, first, inverse = np.unique(compose(gids, topics, np.zeros_like(topics)),
+                                      return_index=True, return_inverse=True)
+        flags = np.array([self._exported(by_id[g], names[t]) for g, t in
+                          zip(gids[first].tolist(), topics[first].tolist())], dtype=np.bool_)
+        return flags[inverse.reshape(-1)]
 
     def _tp(self, key: TopicPartition) -> int | None:
         topic_id = self.topics.ids.get(key[0])
@@ -541,7 +591,11 @@ class MonitorView:
             record = self.groups.get(group)
             if record is None:
                 return {}
-            return {key: int(self.table.offset[row]) for key, row in record.partitions.items()}
+            table, names = self.table, self.topics.names
+            rows = self.index.group_rows(record.id)
+            return {(names[t], p): o for t, p, o in zip(table.topic[rows].tolist(),
+                                                        table.partition[rows].tolist(),
+                                                        table.offset[rows].tolist())}
 
     def topic_rank(self) -> np.ndarray:
         """Each topic id's place in name order."""
@@ -590,8 +644,7 @@ class MonitorView:
         if group.dead_since_s is None:
             group.dead_since_s = now
             self.groups_version += 1
-        self._released.extend(group.partitions.values())
-        group.partitions.clear()
+        self._release_rows(group)
         group.owners = {}
         if group.snapshot is None and snapshot is not None:
             # Created and deleted within one micro-batch: the Dead snapshot is all the view saw,
@@ -648,5 +701,5 @@ class MonitorView:
             return
         commit_ms = event.get("commit_timestamp_ms", event.get("timestamp_ms"))
         commit_s = commit_ms / 1000.0
-        self._commit(group, (topic, int(partition)), int(offset), commit_s)
+        self._commit(group, topic, int(partition), int(offset), commit_s)
         group.last_activity_s = max(group.last_activity_s, commit_s)
