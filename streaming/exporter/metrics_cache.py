@@ -16,7 +16,9 @@ or `max_age_s` went by, so the job never needs to call `refresh()` after a batch
 
 Parts are served as a stream (`exposition`): a family at a time, joined from the parts taken
 under the lock, so that a scrape builds neither the whole text nor its encoded copy (`text()`,
-which does, is for tests and tools).
+which does, is for tests and tools). The lag part's large families are kept gzipped between
+scrapes (`streaming.exporter.gzip_member`): about 1 KB of text a group-partition compressed
+about 30 to 1, which a gzip scrape sends as it is.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 
 from streaming.exporter.catalog import series_names
+from streaming.exporter.gzip_member import GzipMember, kept, plain
 from streaming.exporter.evaluation import Evaluator, Sink, family_specs, lag_part, log_part
 from streaming.exporter.lag_render import ColumnFamily
 from streaming.exporter.exposition import Family, LabelCache, render_header, render_samples
@@ -37,8 +40,9 @@ from streaming.exporter.view import MonitorView
 _GROUPS_PER_LOCK = 64  # groups evaluated per hold of the view's lock during a refresh
 
 # A rendered part: one slot per served family (in `MetricsCache.specs` order), b"" where the part
-# has no sample of that family (bytes, or a memoryview of Arrow's buffer for the lag part).
-FamilyChunks = tuple[bytes | memoryview, ...]
+# has no sample of that family (bytes; for the lag part a memoryview of Arrow's buffer, or when
+# large the text gzipped: streaming/exporter/gzip_member.py).
+FamilyChunks = tuple[bytes | memoryview | GzipMember, ...]
 
 
 @dataclass(frozen=True)
@@ -70,11 +74,15 @@ def _joined(chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield b"".join(gathered)
 
 
-def pieces(headers: list[bytes], views: list[Parts],
-           slots: Iterable[int] | None = None) -> Iterator[bytes]:
+def pieces(headers: list[bytes], views: list[Parts], slots: Iterable[int] | None = None,
+           members: bool = False) -> Iterator[bytes | memoryview | GzipMember]:
     """The exposition of `views` (each with the same families) a family at a time: the text
     format wants each family's samples together, whatever view they come from. `slots`: only
-    those families (None: all)."""
+    those families (None: all). `members`: the parts kept gzipped come as they are kept
+    (`GzipMember`), for a gzip response; otherwise as text."""
+    if not members:
+        yield from plain(pieces(headers, views, slots, members=True))
+        return
     for slot in range(len(headers)) if slots is None else slots:
         yield headers[slot]
         for parts in views:
@@ -172,12 +180,13 @@ class MetricsCache:
         """The whole exposition, up to date with every change the view has seen."""
         return b"".join(self.exposition()).decode("utf-8")
 
-    def exposition(self, names: Iterable[str] | None = None) -> Iterator[bytes]:
+    def exposition(self, names: Iterable[str] | None = None,
+                   members: bool = False) -> Iterator[bytes | memoryview | GzipMember]:
         """The whole exposition as UTF-8 pieces, up to date with every change the view has
         seen when it is called, or with `names` only the families that have a series of one of
         those names (or are named so). The parts are taken under the lock; joining them happens
-        as the pieces are read, a family at a time."""
-        return pieces(self._headers, [self.parts()], self.slots_named(names))
+        as the pieces are read, a family at a time. `members`: as `pieces`."""
+        return pieces(self._headers, [self.parts()], self.slots_named(names), members)
 
     def slots_named(self, names: Iterable[str] | None) -> list[int] | None:
         """The slots of the families `names` asks for (prometheus-client's `name[]`: a family's
@@ -219,7 +228,7 @@ class MetricsCache:
     def _columns(self, families: list[ColumnFamily]) -> FamilyChunks:
         chunks = list(self._empty)
         for family in families:
-            chunks[self._slot[family.name]] = family.text()
+            chunks[self._slot[family.name]] = kept(family.text())
         return tuple(chunks)
 
     def _render_part(self, evaluate, group) -> FamilyChunks:
@@ -251,9 +260,10 @@ class FleetCache:
     def views(self) -> list[MonitorView]:
         return [cache.view for cache in self.caches]
 
-    def exposition(self, names: Iterable[str] | None = None) -> Iterator[bytes]:
+    def exposition(self, names: Iterable[str] | None = None,
+                   members: bool = False) -> Iterator[bytes | memoryview | GzipMember]:
         return pieces(self._headers, [cache.parts() for cache in self.caches],
-                      self.caches[0].slots_named(names))
+                      self.caches[0].slots_named(names), members)
 
     def text(self) -> str:
         return b"".join(self.exposition()).decode("utf-8")

@@ -2,7 +2,8 @@
 
 `/metrics` renders the view's families directly (see `streaming.exporter.exposition` for why not
 through `generate_latest`) and streams them from the render cache, gzipped as they go when the
-scraper accepts it (Prometheus does), with the end of the response marking the end of the body.
+scraper accepts it (Prometheus does; the large parts the cache keeps gzipped are sent as they
+are), with the end of the response marking the end of the body.
 `/healthz` answers 200 once the job has caught up with `__consumer_offsets` (groupscope_ready),
 503 before. Basic auth, when configured, guards both paths.
 """
@@ -12,13 +13,13 @@ import base64
 import hmac
 import ssl
 import threading
-import zlib
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from streaming.exporter.gzip_member import GzipMember, gzipped, plain
 from streaming.exporter.metrics_cache import MetricsCache
 from streaming.exporter.view import MonitorView
 
@@ -70,14 +71,14 @@ def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
         if path in ("/metrics", "/"):
             # `?name[]=x&name[]=y`: those families only, as prometheus-client's handler serves
             names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
-            pieces: Iterable[bytes] = cache.exposition(names)
+            pieces = cache.exposition(names, members=True)
             headers = [("Content-Type", CONTENT_TYPE)]
             if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
                 headers.append(("Content-Encoding", "gzip"))
                 start_response("200 OK", headers)
                 return gzipped(_slices(pieces))
             start_response("200 OK", headers)
-            return _as_bytes(pieces)
+            return _as_bytes(plain(pieces))
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"not found: try /metrics or /healthz\n"]
 
@@ -101,22 +102,11 @@ def _health(view: MonitorView) -> str:
     return "catching up on __consumer_offsets"
 
 
-def gzipped(pieces: Iterable[bytes | memoryview]) -> Iterator[bytes]:
-    """`pieces` as one gzip stream, compressed as they come (level 1: a scrape of 10^5
-    partitions compresses about 30 to 1 even so)."""
-    compressor = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    for piece in pieces:
-        if piece:
-            out = compressor.compress(piece)
-            if out:
-                yield out
-    yield compressor.flush()
-
-
 _WRITE_SIZE = 1 << 20
 
 
-def _slices(pieces: Iterable[bytes | memoryview]) -> Iterator[bytes | memoryview]:
+def _slices(pieces: Iterable[bytes | memoryview | GzipMember]
+            ) -> Iterator[bytes | memoryview | GzipMember]:
     """The lag part (memoryviews of Arrow's buffers, up to a gigabyte at 10^6 partitions) a
     megabyte at a time, so that nothing serving a scrape, compressed or not, allocates more."""
     for piece in pieces:
