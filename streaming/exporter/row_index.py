@@ -64,11 +64,15 @@ class RowIndex:
         self.keys = np.insert(self.keys, at[fresh], keys[fresh])
         self.rows = np.insert(self.rows, at[fresh], rows[fresh])
 
+    def group_ranges(self, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where each group id's keys start and end (holes included)."""
+        groups = np.asarray(groups, dtype=np.int64)
+        return (np.searchsorted(self.keys, groups << GROUP_SHIFT),
+                np.searchsorted(self.keys, (groups + 1) << GROUP_SHIFT))
+
     def group_positions(self, groups: np.ndarray) -> np.ndarray:
         """The positions of every key of the given group ids, holes included."""
-        groups = np.asarray(groups, dtype=np.int64)
-        low = np.searchsorted(self.keys, groups << GROUP_SHIFT)
-        high = np.searchsorted(self.keys, (groups + 1) << GROUP_SHIFT)
+        low, high = self.group_ranges(groups)
         counts = high - low
         total = int(counts.sum())
         if not total:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -69,7 +70,7 @@ class ViewSettings:
 
 
 class GroupRecord:
-    __slots__ = ("name", "id", "snapshot", "pending", "snapshot_from", "subscribed", "owners", "rebalances",
+    __slots__ = ("name", "id", "snapshot", "pending", "pending_times", "snapshot_from", "subscribed", "owners", "rebalances",
                  "partitions_moved", "last_rebalance_s", "rebalance_duration", "sync_duration",
                  "downtime", "dead_since_s", "last_activity_s", "ever_had_members")
 
@@ -77,10 +78,12 @@ class GroupRecord:
         self.name = name
         self.id = group_id  # its id in the PartitionTable's group column
         self.snapshot: dict[str, Any] | None = None
-        # Commits gathered while a batch is applied, (topic id, partition, offset, commit
-        # time), applied to the table with every other group's at once; from `snapshot_from` on,
-        # those of the batch's last snapshot of the group, which lists all its partitions.
-        self.pending: list[tuple[int, int, int, float]] = []
+        # Commits gathered while a batch is applied, applied to the table with every other
+        # group's at once: topic id, partition and offset, flat, three numbers a commit, and the
+        # commit times. From commit `snapshot_from` on, those of the batch's last snapshot of the
+        # group, which lists all its partitions.
+        self.pending: list[int] = []
+        self.pending_times: list[float] = []
         self.snapshot_from: int | None = None
         self.subscribed: frozenset[str] | None = None  # last non-empty subscription seen
         self.owners: dict[TopicPartition, dict[str, Any]] = {}
@@ -437,20 +440,22 @@ class MonitorView:
         group.snapshot = state
         activity = (snapshot.get("updated_ms") or 0) / 1000.0
         topics = self.settings.topics
+        every_topic = topics.everything
         ids, topic_id = self.topics.ids, self.topics.id
-        pending = group.pending
+        add, add_time = group.pending.extend, group.pending_times.append
         # Partitions held but not listed are an offset tombstone's (deleted or expired offsets):
         # released when the batch is applied (_apply_commits).
-        group.snapshot_from = len(pending)
+        group.snapshot_from = len(group.pending_times)
         self._touched[group] = None
         for entry in snapshot.get("offsets") or ():
             topic = entry["topic"]
-            if not topics.everything and topic not in topics:
+            if not every_topic and topic not in topics:
                 continue
             tid = ids.get(topic)
             commit_s = entry["commit_timestamp_ms"] / 1000.0
-            pending.append((topic_id(topic) if tid is None else tid, int(entry["partition"]),
-                            int(entry["offset"]), commit_s))
+            add((topic_id(topic) if tid is None else tid, int(entry["partition"]),
+                 int(entry["offset"])))
+            add_time(commit_s)
             if commit_s > activity:
                 activity = commit_s
         last_rebalance = snapshot.get("last_rebalance")
@@ -475,18 +480,19 @@ class MonitorView:
 
     def _commit(self, group: GroupRecord, topic: str, partition: int, offset: int,
                 commit_s: float) -> None:
-        group.pending.append((self.topics.id(topic), partition, offset, commit_s))
+        group.pending.extend((self.topics.id(topic), partition, offset))
+        group.pending_times.append(commit_s)
         self._touched[group] = None
 
     def _release_rows(self, group: GroupRecord) -> None:
         """Give up every row of the group, and the commits gathered for it."""
-        group.pending, group.snapshot_from = [], None
+        group.pending, group.pending_times, group.snapshot_from = [], [], None
         self._released.extend(self.index.remove_group(group.id).tolist())
 
     def _flush(self) -> None:
         """Apply the gathered commits to the table, then free the rows given up."""
         touched, self._touched = self._touched, {}
-        groups = [g for g in touched if g.pending or g.snapshot_from is not None]
+        groups = [g for g in touched if g.pending_times or g.snapshot_from is not None]
         committed = self._apply_commits(groups) if groups else False
         released, self._released = self._released, []
         self.table.release(released)
@@ -497,21 +503,19 @@ class MonitorView:
         """The gathered commits of `groups`, all at once: rows found or made for them, each
         commit with its lag when it was made (from the end offsets known at its commit time),
         and the rows their snapshots no longer list released. Whether anything was committed."""
-        counts = [len(g.pending) for g in groups]
-        starts = np.concatenate(([0], np.cumsum(counts)))
-        entries = [entry for g in groups for entry in g.pending]
+        counts = [len(g.pending_times) for g in groups]
+        starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        n = int(starts[-1])
+        numbers = np.fromiter(chain.from_iterable(g.pending for g in groups), dtype=np.int64,
+                              count=3 * n).reshape(n, 3)
+        times = np.fromiter(chain.from_iterable(g.pending_times for g in groups),
+                            dtype=np.float64, count=n)
+        topics, partitions, offsets = numbers[:, 0], numbers[:, 1], numbers[:, 2]
         snapshots = [(i, g.snapshot_from) for i, g in enumerate(groups)
                      if g.snapshot_from is not None]
         gids = np.repeat(np.array([g.id for g in groups], dtype=np.int64), counts)
         for g in groups:
-            g.pending, g.snapshot_from = [], None
-        if entries:
-            topics, partitions, offsets, times = (np.array(column) for column in zip(*entries))
-            topics, partitions = topics.astype(np.int64), partitions.astype(np.int64)
-            offsets, times = offsets.astype(np.int64), times.astype(np.float64)
-        else:
-            topics = partitions = offsets = np.empty(0, dtype=np.int64)
-            times = np.empty(0, dtype=np.float64)
+            g.pending, g.pending_times, g.snapshot_from = [], [], None
         keys = compose(gids, topics, partitions)
         rows = self.index.lookup(keys)
         missing = np.flatnonzero(rows < 0)
@@ -526,7 +530,7 @@ class MonitorView:
                             self._exported_flags(groups, gids[made], topics[made]))
             self.index.add(new_keys, new_rows)
             rows[missing] = new_rows[inverse.reshape(-1)]
-        if entries:
+        if n:
             ends = self.ends
             at = ends.rows_of(self.table.tp[rows])
             have = at >= 0
@@ -538,13 +542,27 @@ class MonitorView:
                 lags[have] = np.where(known, np.maximum(0, end - offsets[have]), NO_LAG)
             self.table.commit(rows, offsets, times, lags, self.settings.status.min_distance_s)
         if snapshots:
-            listed = np.zeros(len(keys), dtype=np.bool_)
-            for i, start in snapshots:
-                listed[starts[i] + start:starts[i + 1]] = True
-            at = self.index.group_positions([groups[i].id for i, _ in snapshots])
-            gone = at[~np.isin(self.index.keys[at], keys[listed])]
-            self._released.extend(self.index.remove_positions(gone).tolist())
-        return bool(entries)
+            self._release_unlisted(groups, snapshots, starts, keys)
+        return n > 0
+
+    def _release_unlisted(self, groups: list[GroupRecord], snapshots: list[tuple[int, int]],
+                          starts: np.ndarray, keys: np.ndarray) -> None:
+        """Release the rows of partitions a group holds but its last snapshot did not list (an
+        offset tombstone's). Every listed one is held by now, so only groups holding more than
+        they listed have any: the rest (nearly all) are not compared key by key."""
+        first = np.array([starts[i] + start for i, start in snapshots], dtype=np.int64)
+        listed = np.array([starts[i + 1] for i, _ in snapshots], dtype=np.int64) - first
+        index = self.index
+        gids = np.array([groups[i].id for i, _ in snapshots], dtype=np.int64)
+        low, high = index.group_ranges(gids)
+        live = np.concatenate(([0], np.cumsum(index.rows >= 0)))
+        more = np.flatnonzero(live[high] - live[low] > listed)
+        if not len(more):
+            return
+        at = index.group_positions(gids[more])
+        wanted = np.concatenate([keys[first[m]:first[m] + listed[m]] for m in more.tolist()])
+        gone = at[~np.isin(index.keys[at], wanted)]
+        self._released.extend(index.remove_positions(gone).tolist())
 
     def _exported_flags(self, groups: list[GroupRecord], gids: np.ndarray,
                         topics: np.ndarray) -> np.ndarray:
