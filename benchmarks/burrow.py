@@ -1,6 +1,7 @@
-"""groupscope side by side with Burrow (LinkedIn's consumer-lag monitor, Debian's 1.2.1), on one
-real Kafka broker and the same commits (benchmarks/commit_load.py: made through the OffsetCommit
-API, so the broker writes `__consumer_offsets`). Prints figures; asserts nothing.
+"""groupscope side by side with Burrow (LinkedIn's consumer-lag monitor, Debian's 1.2.1) and
+klag-exporter (a Rust exporter that polls the Admin API), on one real Kafka broker and the same
+commits (benchmarks/commit_load.py: made through the OffsetCommit API, so the broker writes
+`__consumer_offsets`). Prints figures; asserts nothing.
 
 Each system runs as its users run it: `groupscope run -c FILE` with the job's default settings
 (trigger, exporter, end-offset poller), and `Burrow -config-dir DIR` with its kafka cluster and
@@ -24,8 +25,11 @@ a broker of its own, `--many-groups` x `--many-partitions` (100,000 x 10): the c
 `--many-commits`, memory, and under `--many-rate` commits/s CPU per minute and latency for
 both (`many_groups_phase`). The broker keeps the whole backlog uncompacted (BENCH_BROKER).
 
-Needs `apt-get install burrow zookeeper` for Burrow's side (the benchmark installs nothing; without
-/usr/bin/Burrow it measures groupscope alone).
+Needs `apt-get install burrow zookeeper` for Burrow's side and `scripts/install-klag-exporter.sh`
+for klag-exporter's (the benchmark installs nothing; it measures without the one that is missing,
+and says so). klag-exporter runs with its Admin API poll every 10 s, as Burrow's offsets refresh
+here, at partition granularity; its catch-ups, memory, steady CPU and restart are measured, not
+its latency (which its poll interval sets).
 
 Usage (from the repository root; a quick run: --commits 200000 --commits-large 400000 --groups 500
 --groups-large 2000 --steady-seconds 20 --many-groups 5000 --many-commits 50000):
@@ -64,6 +68,10 @@ from tests.support.processes import stop_gracefully
 
 BURROW = Path("/usr/bin/Burrow")  # Debian's package names the binary with a capital B
 ZOOKEEPER_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+KLAG = REPO_ROOT / ".cache" / "klag-exporter" / "bin" / "klag-exporter"
+# How often klag-exporter polls the Admin API: Burrow here refreshes offsets every 10 s too
+# (`offset-refresh`); klag-exporter's own default is 30 s.
+KLAG_POLL_INTERVAL = "10s"
 GROUPSCOPE = REPO_ROOT / ".venv" / "bin" / "groupscope"
 CLUSTER = "bench"
 # Burrow 1.2.1's sarama knows Kafka versions up to 2.1.0; 2.0.0's requests (Fetch v8, ListOffsets
@@ -370,16 +378,74 @@ expire-cache=10
         return waiting
 
 
+_KLAG_OFFSET = re.compile(r'^kafka_consumergroup_group_offset\{([^}]*)\} (\S+)$', re.M)
+_KLAG_LABEL = re.compile(r'(group|partition)="([^"]*)"')
+
+
+class Klag(Monitor):
+    """klag-exporter (scripts/install-klag-exporter.sh): the Admin API polled every
+    KLAG_POLL_INTERVAL, at partition granularity (its default, topic, serves no committed
+    offset per partition)."""
+    name = "klag-exporter"
+
+    def launch(self) -> None:
+        (self.workdir / "config.toml").write_text(f"""[exporter]
+poll_interval = "{KLAG_POLL_INTERVAL}"
+http_port = {self.port}
+http_host = "127.0.0.1"
+granularity = "partition"
+
+[[clusters]]
+name = "{CLUSTER}"
+bootstrap_servers = "{self.bootstrap}"
+group_whitelist = [".*"]
+topic_blacklist = ["^__.*"]
+""")
+        self._start([str(KLAG), "-c", str(self.workdir / "config.toml"), "-l", "warn"])
+
+    def offsets(self, groups: set[str]) -> dict[tuple[str, int], float]:
+        """(group, partition) -> committed offset served, for `groups`."""
+        try:
+            text = _get(f"http://127.0.0.1:{self.port}/metrics", timeout=120).decode()
+        except (urllib.error.URLError, ConnectionError, OSError):
+            return {}
+        out = {}
+        for labels, value in _KLAG_OFFSET.findall(text):
+            found = dict(_KLAG_LABEL.findall(labels))
+            if found.get("group") in groups:
+                out[(found["group"], int(found["partition"]))] = float(value)
+        return out
+
+    def visible(self) -> bool:
+        try:
+            return b"\nkafka_consumergroup_group_offset{" in _get(
+                f"http://127.0.0.1:{self.port}/metrics")
+        except (urllib.error.URLError, ConnectionError, OSError):
+            return False
+
+    def unserved(self, groups: list[int], expected: Expected, partitions: int) -> list[int]:
+        served = self.offsets({group_name(g) for g in groups})
+        return [g for g in groups if any(
+            served.get((group_name(g), p)) != final_offset(expected(g), p)
+            for p in range(partitions))]
+
+
 def new_monitor(name: str, workdir: Path, bootstrap: str, zookeeper: "ZooKeeper | None") -> Monitor:
-    """A groupscope or Burrow monitor (by `name`) working in `workdir`."""
+    """A groupscope, Burrow or klag-exporter monitor (by `name`) working in `workdir`."""
     if name == Groupscope.name:
         return Groupscope(workdir, bootstrap)
+    if name == Klag.name:
+        return Klag(workdir, bootstrap)
     return Burrow(workdir, bootstrap, zookeeper.address)
 
 
 def monitor_names(zookeeper: "ZooKeeper | None") -> tuple[str, ...]:
-    """The monitors measured: Burrow too when its ZooKeeper runs."""
-    return (Groupscope.name, Burrow.name) if zookeeper else (Groupscope.name,)
+    """The monitors measured: Burrow too when its ZooKeeper runs, klag-exporter when built."""
+    return ((Groupscope.name,) + ((Burrow.name,) if zookeeper else ())
+            + ((Klag.name,) if KLAG.exists() else ()))
+
+
+NAMES = ("groupscope", "burrow", "klag-exporter")  # the table's columns
 
 
 class ZooKeeper:
@@ -610,8 +676,16 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
         for name in monitor_names(zookeeper):
             monitor = new_monitor(name, workdir / f"{name}-many", broker.bootstrap, zookeeper)
             running.append(monitor)
-            result = results[name] = catch_up(monitor, groups, partitions, lambda g: rounds,
-                                              args.settle, args.timeout, only=sample)
+            try:
+                result = results[name] = catch_up(monitor, groups, partitions, lambda g: rounds,
+                                                  args.settle, args.timeout, only=sample)
+            except RuntimeError as exc:
+                if name == Groupscope.name:
+                    raise
+                print(f"  {name}: not measured at this size: {str(exc)[:300]}")
+                running.remove(monitor)
+                monitor.stop()
+                continue
             print(f"  {name}: {commits:,} commits served in {result.seconds:.1f}s (first group "
                   f"after {result.first_visible:.1f}s, log read after {result.log_read:.1f}s), "
                   f"CPU {result.cpu:.1f}s; settled: {result.memory}")
@@ -619,12 +693,12 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                           ("seconds", "launch to served"),
                           ("log_read", "launch to log read (groupscope: ready)"),
                           ("cpu", "CPU-seconds of catch-up")):
-            rows.append(_row(f"{shape}: {what}", *(getattr(results[n], key) if n in results
-                                                   else None for n in ("groupscope", "burrow")), "s"))
-        rows.append(_row(f"{shape}: settled PSS MB", *(results[n].memory.pss_mb if n in results
-                                                       else None for n in ("groupscope", "burrow")), ""))
+            rows.append(_row(f"{shape}: {what}", {n: getattr(r, key) for n, r in results.items()},
+                             "s"))
+        rows.append(_row(f"{shape}: settled PSS MB",
+                         {n: r.memory.pss_mb for n, r in results.items()}, ""))
         gs = running[0]
-        bw = running[1] if len(running) > 1 else None
+        bw = next((m for m in running if isinstance(m, Burrow)), None)
         load_args = argparse.Namespace(**{**vars(args), "groups": groups,
                                           "partitions": partitions, "rate": args.many_rate})
         watched = sample[::5]
@@ -653,11 +727,9 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                       f"{_pct(values, .99):.2f}s over {len(values):,} commits of {len(watched)} "
                       f"watched groups (read back to back)")
         rows.append(_row(f"{shape}: steady {cost.rate:,.0f}/s, CPU-s per minute",
-                         cost.cpu_per_minute.get("groupscope"),
-                         cost.cpu_per_minute.get("burrow"), "s"))
-        rows.append(_row(f"{shape}: steady latency p50", *(
-            _pct(latencies[n], .5) if latencies.get(n) else None
-            for n in ("groupscope", "burrow")), "s"))
+                         cost.cpu_per_minute, "s"))
+        rows.append(_row(f"{shape}: steady latency p50", {
+            n: _pct(values, .5) for n, values in latencies.items() if values}, "s"))
     finally:
         for monitor in running:
             monitor.stop()
@@ -672,7 +744,7 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
     per_round = args.groups * args.partitions
     broker = start_kafka(args.kafka_version, extra_props=BENCH_BROKER, heap=BENCH_HEAP)
     rows: list[str] = []
-    gs = bw = None
+    kept: list[Monitor] = []
     try:
         create_topics(broker.bootstrap, args.groups_large, args.partitions)
         rounds = 0
@@ -698,10 +770,7 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                       f"log read after {result.log_read:.1f}s), CPU {result.cpu:.1f}s; "
                       f"settled: {result.memory}")
                 if label == "large":  # kept for the steady load and the restart
-                    if monitor.name == "groupscope":
-                        gs = monitor
-                    else:
-                        bw = monitor
+                    kept.append(monitor)
                 else:
                     monitor.stop()
             for key, what in (("first_visible", "launch to first group served"),
@@ -710,18 +779,17 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                               ("log_read", "launch to log read (groupscope: ready)"),
                               ("cpu", "CPU-seconds of catch-up")):
                 got = {n: getattr(r, key) for n, r in results[label].items()}
-                rows.append(_row(f"{what}, {rounds * per_round:,} commits",
-                                 got.get("groupscope"), got.get("burrow"), "s"))
+                rows.append(_row(f"{what}, {rounds * per_round:,} commits", got, "s"))
             mem = {n: r.memory for n, r in results[label].items()}
             for key in ("rss_mb", "pss_mb", "processes"):
                 rows.append(_row(f"settled {key}, {rounds * per_round:,} commits",
-                                 *(getattr(mem[n], key) if n in mem else None
-                                   for n in ("groupscope", "burrow")), ""))
+                                 {n: getattr(m, key) for n, m in mem.items()}, ""))
 
         # steady load: both running, same commits. CPU first, groupscope scraped as Prometheus
         # scrapes it; then its latency, scraped every second (each scrape costs it CPU that a
         # user's Prometheus does not ask for, so that phase's CPU is not reported).
-        running = [m for m in (gs, bw) if m is not None]
+        running = kept
+        gs = next(m for m in running if isinstance(m, Groupscope))
         cost = steady_phase(running, gs, broker.bootstrap, args, rounds + 1,
                             args.prometheus_interval)
         steady_memory = {m.name: m.memory() for m in running}
@@ -737,14 +805,12 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                   f"commits at {result.rate:,.0f} commits/s (its default trigger, 5 s; scraped "
                   f"every {args.scrape_interval:g}s)")
         rows.append(_row(f"steady {cost.rate:,.0f} commits/s: CPU-s per minute",
-                         cost.cpu_per_minute.get("groupscope"),
-                         cost.cpu_per_minute.get("burrow"), "s"))
+                         cost.cpu_per_minute, "s"))
         rows.append(_row("steady: PSS MB at the end of the load",
-                         *(steady_memory[n].pss_mb if n in steady_memory else None
-                           for n in ("groupscope", "burrow")), ""))
+                         {n: m.pss_mb for n, m in steady_memory.items()}, ""))
         if result.latencies:
             rows.append(_row("steady: groupscope latency p50 (default trigger)",
-                             _pct(result.latencies, .5), None, "s"))
+                             {"groupscope": _pct(result.latencies, .5)}, "s"))
 
         # restart: the large checkpoint, plus new commits made while both are stopped
         for m in running:
@@ -759,7 +825,7 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
             results.setdefault("restart", {})[m.name] = r
             m.stop()
         got = {n: r.seconds for n, r in results["restart"].items()}
-        rows.append(_row("restart: launch to served", got.get("groupscope"), got.get("burrow"), "s"))
+        rows.append(_row("restart: launch to served", got, "s"))
 
         # memory growth per group-partition: more groups, one round each
         t0 = time.perf_counter()
@@ -781,12 +847,10 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
             print(f"  {label}: {args.groups_large:,} groups served in {r.seconds:.1f}s; settled "
                   f"{r.memory}; PSS growth {growth[label]:,.0f} bytes per group-partition")
         rows.append(_row(f"PSS growth per group-partition, {args.groups:,} -> "
-                         f"{args.groups_large:,} groups", growth.get("groupscope"),
-                         growth.get("burrow"), " B"))
+                         f"{args.groups_large:,} groups", growth, " B"))
     finally:
-        for m in (gs, bw):
-            if m is not None:
-                m.stop()
+        for m in kept:
+            m.stop()
         broker.stop()
     return rows
 
@@ -801,11 +865,14 @@ def _per_minute(cpu: dict[str, float]) -> str:
     return ", ".join(f"{name} {seconds:.1f}" for name, seconds in cpu.items())
 
 
-def _row(label: str, gs: float | None, bw: float | None, unit: str) -> str:
+def _row(label: str, got: dict[str, float | None], unit: str) -> str:
+    """A table row: each monitor's figure, and groupscope's over Burrow's."""
     def cell(v: float | None) -> str:
         return "-" if v is None else f"{v:,.2f}{unit}"
+    gs, bw = got.get("groupscope"), got.get("burrow")
     ratio = f"{gs / bw:.2f}" if gs is not None and bw else "-"
-    return f"{label:<52s} {cell(gs):>14s} {cell(bw):>14s} {ratio:>8s}"
+    cells = " ".join(f"{cell(got.get(n)):>14s}" for n in NAMES)
+    return f"{label:<52s} {cells} {ratio:>8s}"
 
 
 def main() -> None:
@@ -838,7 +905,10 @@ def main() -> None:
     print(f"CPU probe at start: {cpu_probe()} s")
     with_burrow = BURROW.exists()
     if not with_burrow:
-        print(f"{BURROW} is missing (apt-get install burrow zookeeper): measuring groupscope alone")
+        print(f"{BURROW} is missing (apt-get install burrow zookeeper): measuring without Burrow")
+    if not KLAG.exists():
+        print(f"{KLAG} is missing (scripts/install-klag-exporter.sh builds it): measuring without "
+              f"klag-exporter")
     # Burrow 1.2.1 cannot read Kafka 4.4: the broker writes OffsetCommitValue v4, which Burrow
     # skips ("failed to decode ... value version 4"), and closes the connection on the
     # ListOffsets request of Burrow's sarama. Side by side, both read Kafka 3.9.
@@ -853,7 +923,8 @@ def main() -> None:
         if zookeeper:
             zookeeper.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"\n{'':<52s} {'groupscope':>14s} {'Burrow 1.2.1':>14s} {'ratio':>8s}")
+    print(f"\n{'':<52s} {'groupscope':>14s} {'Burrow 1.2.1':>14s} {'klag 0.1.29':>14s} "
+          f"{'gs/Burrow':>8s}")
     print("\n".join(rows))
     print(f"(Kafka {args.kafka_version}; Burrow's ZooKeeper is not counted)")
     print(f"CPU probe at end: {cpu_probe()} s")
