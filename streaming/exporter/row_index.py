@@ -81,16 +81,19 @@ class RowIndex:
         starts = np.repeat(low - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
         return starts + np.arange(total)
 
+    def _range(self, group: int) -> tuple[int, int]:
+        low, high = self.group_ranges(np.array([group]))
+        return int(low[0]), int(high[0])
+
     def group_rows(self, group: int) -> np.ndarray:
         """The rows held for one group id."""
-        low, high = np.searchsorted(self.keys, [group << GROUP_SHIFT, (group + 1) << GROUP_SHIFT])
+        low, high = self._range(group)
         rows = self.rows[low:high]
         return rows[rows >= 0]
 
     def remove_group(self, group: int) -> np.ndarray:
         """Forget a group id's keys; returns the rows they held."""
-        low, high = np.searchsorted(self.keys, [group << GROUP_SHIFT, (group + 1) << GROUP_SHIFT])
-        return self.remove_positions(np.arange(low, high))
+        return self.remove_positions(np.arange(*self._range(group)))
 
     def remove_positions(self, positions: np.ndarray) -> np.ndarray:
         rows = self.rows[positions]

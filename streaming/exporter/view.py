@@ -70,8 +70,8 @@ class ViewSettings:
 
 
 class GroupRecord:
-    __slots__ = ("name", "id", "snapshot", "pending", "pending_times", "snapshot_from", "subscribed", "owners", "rebalances",
-                 "partitions_moved", "last_rebalance_s", "rebalance_duration", "sync_duration",
+    __slots__ = ("name", "id", "snapshot", "pending", "pending_times", "snapshot_from",
+                 "subscribed", "owners", "rebalances", "partitions_moved", "last_rebalance_s", "rebalance_duration", "sync_duration",
                  "downtime", "dead_since_s", "last_activity_s", "ever_had_members")
 
     def __init__(self, name: str, group_id: int) -> None:
@@ -554,12 +554,16 @@ class MonitorView:
         listed = np.array([starts[i + 1] for i, _ in snapshots], dtype=np.int64) - first
         index = self.index
         gids = np.array([groups[i].id for i, _ in snapshots], dtype=np.int64)
+        # Rows held per group, counted over these groups' keys only: a batch costs what it
+        # touched, not the whole index.
         low, high = index.group_ranges(gids)
-        live = np.concatenate(([0], np.cumsum(index.rows >= 0)))
-        more = np.flatnonzero(live[high] - live[low] > listed)
+        at = index.group_positions(gids)
+        owner = np.repeat(np.arange(len(gids)), high - low)
+        held = np.bincount(owner[index.rows[at] >= 0], minlength=len(gids))
+        more = np.flatnonzero(held > listed)
         if not len(more):
             return
-        at = index.group_positions(gids[more])
+        at = at[np.isin(owner, more)]
         wanted = np.concatenate([keys[first[m]:first[m] + listed[m]] for m in more.tolist()])
         gone = at[~np.isin(index.keys[at], wanted)]
         self._released.extend(index.remove_positions(gone).tolist())

@@ -73,12 +73,9 @@ class AdminGroups:
         than through kafka-python's list_group_offsets, which builds two objects per partition
         (a third of a poll's CPU at 10^5 groups, benchmarks/admin_poll.py) and fails the whole
         poll on one group's error; here that group is left out and the rest served."""
-        by_node = defaultdict(list)
-        for group_id, node in (await self._admin._find_coordinator_ids(group_ids)).items():
-            by_node[node].append(group_id)
         as_group = OffsetFetchRequest.OffsetFetchRequestGroup
         out: dict[str, tuple] = {}
-        for node, ids in by_node.items():
+        for node, ids in (await self._by_coordinator(group_ids)).items():
             for first in range(0, len(ids), OFFSET_FETCH_GROUPS):
                 request = OffsetFetchRequest(
                     groups=[as_group(group_id=g, topics=None)
@@ -141,14 +138,17 @@ class AdminGroups:
                                    offsets=offsets.get(d.group_id, ())))
         return out
 
-    async def _describe_consumer_groups(self, group_ids: list[str]) -> list:
-        # kafka-python's own coordinator look-up and connections (its describe_groups does the
-        # same for DescribeGroups).
+    async def _by_coordinator(self, group_ids: list[str]) -> dict[int, list[str]]:
+        """The groups by their coordinator's node id, through kafka-python's own coordinator
+        look-up (its describe_groups and list_group_offsets group them so too)."""
         by_node = defaultdict(list)
         for group_id, node in (await self._admin._find_coordinator_ids(group_ids)).items():
             by_node[node].append(group_id)
+        return by_node
+
+    async def _describe_consumer_groups(self, group_ids: list[str]) -> list:
         groups = []
-        for node, ids in by_node.items():
+        for node, ids in (await self._by_coordinator(group_ids)).items():
             request = ConsumerGroupDescribeRequest(group_ids=ids, include_authorized_operations=False,
                                                    max_version=0)
             response = await self._admin._manager.send(request, node_id=node)
