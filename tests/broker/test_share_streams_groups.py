@@ -21,6 +21,7 @@ from tests.support.groupscope_job import CLUSTER, GroupscopeJob, run_groupscope_
 from tests.support.kafka_broker import KafkaBroker, create_topic
 from tests.support.kafka_tools import (parse_assignment, parse_last_column_rows, parse_streams_tasks,
                                        parse_tables)
+from tests.support.offsets_log import SHARE_STATE_TOPIC, decoded_by_type, group_records, values
 from tests.support.streams_app import compile_streams_app, start_streams_app
 
 SHARE_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
@@ -135,6 +136,28 @@ def test_share_group_members_come_and_go(broker, job) -> None:
     _two_then_one(consumers, lambda: _kafka_share(broker, group), lambda: _ours(job, group, "share"),
                   "share consumers", lambda: job.scrape().get("kafka_consumergroup_rebalances_total", {}).get(
                       frozenset({("cluster", CLUSTER), ("group", group)}), 0))
+    _check_share_records(broker, group, topic)
+
+
+def _check_share_records(broker: KafkaBroker, group: str, topic: str) -> None:
+    """The share group's records as the 4.4 broker wrote them (tests/support/offsets_log.py):
+    membership in `__consumer_offsets`, delivery state in `__share_group_state`."""
+    by_type = decoded_by_type(group_records(broker.bootstrap, {group}))
+    assert sorted(by_type) == [10, 11, 12, 13, 14, 15]
+    assert all(v["subscribed_topic_names"] == [topic] for v in values(by_type, 10))
+    epochs = [v["epoch"] for v in values(by_type, 11)]
+    assert epochs and epochs == sorted(epochs) and all(v["metadata_hash"] for v in values(by_type, 11))
+    assert values(by_type, 12) and all("assignment_timestamp" in v for v in values(by_type, 12))
+    (initialized,) = values(by_type, 15)[-1]["initialized_topics"]
+    assert (initialized["topic_name"], initialized["partitions"]) == (topic, list(range(PARTITIONS)))
+    held = {p for v in values(by_type, 14) for t in v["assigned_partitions"] for p in t["partitions"]
+            if t["topic_id"] == initialized["topic_id"]}
+    assert held == set(range(PARTITIONS))
+    state = decoded_by_type(group_records(broker.bootstrap, {group}, topic=SHARE_STATE_TOPIC),
+                            share_state=True)
+    assert 0 in state and set(state) <= {0, 1}  # ShareSnapshot, then ShareUpdates
+    assert {(r.key["topic_id"], r.key["partition"]) for records in state.values() for r in records} \
+        == {(initialized["topic_id"], p) for p in range(PARTITIONS)}
 
 
 # -- share groups' delivery state (__share_group_state) against kafka-share-groups.sh ------------
@@ -247,3 +270,23 @@ def test_streams_group_members_come_and_go(broker, job, tmp_path: Path) -> None:
     apps = [start_streams_app(broker, classpath, app_id, source, sink, tmp_path / f"state{i}") for i in range(2)]
     _two_then_one(apps, lambda: _kafka_streams(broker, app_id), lambda: _ours(job, app_id, "streams"),
                   "streams instances")
+    _check_streams_records(broker, app_id, source)
+
+
+def _check_streams_records(broker: KafkaBroker, group: str, source: str) -> None:
+    """The streams group's records as the 4.4 broker wrote them (tests/support/offsets_log.py)."""
+    by_type = decoded_by_type(group_records(broker.bootstrap, {group}))
+    assert sorted(by_type) == [1, 17, 19, 20, 21, 22, 23]
+    assert {r.key["topic"] for r in by_type[1]} == {source}
+    assert {r.key["partition"] for r in by_type[1]} == set(range(PARTITIONS))
+    (topology,) = {tuple(tuple(s["source_topics"]) for s in v["subtopologies"])
+                   for v in values(by_type, 23)}
+    assert topology == ((source,),)
+    assert values(by_type, 19) and all(v["process_id"] and v["topology_epoch"] == values(by_type, 23)[0]["epoch"]
+                                       for v in values(by_type, 19))
+    assert values(by_type, 20) and all("assignment_timestamp" in v for v in values(by_type, 20))
+    active = {p for v in values(by_type, 22) for t in v["active_tasks"] for p in t["partitions"]}
+    assert active == set(range(PARTITIONS))
+    for v in values(by_type, 22):  # KIP-1251's epochs, where written: one per task
+        for task in v["active_tasks"]:
+            assert len(task.get("assignment_epochs") or task["partitions"]) == len(task["partitions"])

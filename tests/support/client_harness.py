@@ -97,9 +97,12 @@ class ClientHarness:
             time.sleep(0.1)
         raise TimeoutError(f"client harness: no {what} within {timeout_s}s")
 
-    def add(self, *names: str) -> None:
+    def add(self, *names: str, **settings: object) -> None:
+        """Consumers with client.id `names`; `settings` their own in place of the config's
+        (ClientHarness.java's `add NAME k=v`: group, topic, protocol, regex...)."""
+        own = "".join(f" {k.replace('_', '-')}={v}" for k, v in settings.items())
         for name in names:
-            self._send(f"add {name}")
+            self._send(f"add {name}{own}")
             self.running.add(name)
 
     def stop(self, *names: str) -> None:

@@ -33,7 +33,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *   add NAME       start a consumer with client.id NAME (and group.instance.id NAME with --static)
  *   add NAME k=v.. the same, with this consumer's own settings in place of the command line's:
  *                  group, topic, protocol, assignor, instance (its group.instance.id), session-ms,
- *                  heartbeat-ms; so one JVM can hold members of many groups (the parity tests)
+ *                  heartbeat-ms; so one JVM can hold members of many groups (the parity tests);
+ *                  and regex (KIP-848 only: the topics the broker matches to this RE2J pattern,
+ *                  in place of topic)
  *   stop NAME      graceful close: commit, revoke, leave the group
  *   kill NAME      close without leaving (REMAIN_IN_GROUP): the coordinator notices only when the
  *                  session expires, as after a crash (the close still commits, a crash would not)
@@ -146,6 +148,7 @@ public final class ClientHarness {
         final KafkaConsumer<byte[], byte[]> consumer;
         final Thread thread;
         final String topic;
+        final String regex;
         final long sampleMs;
         final long slowMs;
         volatile boolean abrupt;
@@ -158,6 +161,7 @@ public final class ClientHarness {
         Member(String name, Map<String, String> options) {
             this.name = name;
             this.topic = options.get("topic");
+            this.regex = options.get("regex");
             this.sampleMs = Long.parseLong(options.getOrDefault("sample-ms", "1000"));
             this.slowMs = Long.parseLong(options.getOrDefault("slow-ms", "3000"));
             this.consumer = new KafkaConsumer<>(config(name, options));
@@ -206,6 +210,13 @@ public final class ClientHarness {
             };
         }
 
+        /** A broker-side regular expression (KIP-848): the coordinator resolves it and keeps it
+         *  as a record of its own. Its own method, so that Kafka 3.9's clients (which lack
+         *  SubscriptionPattern) never load the class. */
+        void subscribeToPattern() {
+            consumer.subscribe(new org.apache.kafka.clients.consumer.SubscriptionPattern(regex), this);
+        }
+
         void start() {
             if (!thread.isAlive() && !stopping) thread.start();
         }
@@ -217,7 +228,11 @@ public final class ClientHarness {
         }
 
         void run() {
-            consumer.subscribe(List.of(topic), this);
+            if (regex != null) {
+                subscribeToPattern();
+            } else {
+                consumer.subscribe(List.of(topic), this);
+            }
             emit(name, "subscribed", "");
             long nextSample = System.currentTimeMillis() + sampleMs;
             try {
