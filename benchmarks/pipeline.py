@@ -46,6 +46,7 @@ import time
 import urllib.request
 
 from benchmarks import commit_load
+from benchmarks._commit_watch import watch_commits
 from benchmarks._process_cpu import tree_cpu_seconds
 from benchmarks.commit_load import final_offset, group_name, topic_of
 from tests.support.jvm_children import children_of
@@ -187,25 +188,15 @@ def latency_run(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     job = Job(config, spark=spark)
     latencies: list[float] = []
     committed_at: list[int] = []
-    seen: dict[tuple[str, str, int], int] = {}
-    original = job.view.update_groups
 
-    def timed_update(snapshots) -> None:
-        snapshots = list(snapshots)
-        original(snapshots)
-        now_ms = time.time() * 1000
-        for snap in snapshots:
-            for entry in snap.get("offsets") or ():
-                key = (snap["group"], entry["topic"], entry["partition"])
-                if seen.get(key) != entry["offset"]:
-                    seen[key] = entry["offset"]
-                    if measuring.is_set():
-                        latencies.append(now_ms - entry["commit_timestamp_ms"])
-                        committed_at.append(entry["commit_timestamp_ms"])
+    def on_new(committed_ms: float, now_ms: float) -> None:
+        if measuring.is_set():
+            latencies.append(now_ms - committed_ms)
+            committed_at.append(committed_ms)
 
     measuring = threading.Event()
     done = threading.Event()
-    job.view.update_groups = timed_update
+    watch_commits(job.view, on_new)
     job.start()
     scrapes: list[float] = []
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from coordinator.timelag import TIME_METHODS
+from streaming.outage_log import OutageLog
 from streaming.gc_pause import collector_paused
 from streaming.exporter.view import MonitorView, TopicPartition
 from streaming.kafka.offsets import (NotAuthorized, OffsetsClient, close_quietly,
@@ -60,6 +61,7 @@ class EndOffsetPoller:
         self.settings = settings or PollerSettings()
         self._client_factory = client_factory
         self._client: OffsetsClient | None = None
+        self._outage = OutageLog(log, f"end-offset poll of cluster {view.settings.cluster}")
         self._clock = clock
         self._metadata_at: float | None = None
         self._unknown_topics: set[str] = set()  # committed to, absent from the metadata
@@ -95,9 +97,10 @@ class EndOffsetPoller:
                                              time.monotonic() - started)
             if self.settings.time_method != "estimate":
                 self._read_first_records(client)
+            self._outage.answered()
             ok = True
         except Exception as exc:
-            log.warning("end-offset poll failed, keeping the previous values: %s", exc)
+            self._outage.failed(exc, "keeping the previous values")
             self.view.record_poll_failure(time.monotonic() - started)
             self._drop_client()  # the next poll starts from a fresh connection
             ok = False

@@ -26,6 +26,7 @@ from streaming.kafka.offset_ranges import (EARLIEST, LATEST, OffsetRange, Partit
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
 from streaming.kafka.range_reader import read_range, records_in_range
 from streaming.kafka.records import KafkaShapedSource
+from streaming.outage_log import OutageLog
 
 FORMAT = "groupscope-kafka"
 # Ranges of a task whose clients are opened while an earlier range is read (see _read_each).
@@ -75,6 +76,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # runs; once the topic has partitions the answer is kept, so the batch starts where the
         # offsets log says even if retention moves the log start in between (and no lookup).
         self._initial: dict | None = None
+        self._outage = OutageLog(log, f"groupscope source: reading the end offsets of "
+                                      f"{options.topic} at {options.bootstrap_servers}")
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -187,10 +190,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except Exception as exc:
             # No new batch this trigger; the next trigger asks again. Nothing is skipped.
             self._drop_client()
-            log.warning("groupscope source: cannot read end offsets of %s at %s (%s); "
-                        "no new data this trigger", self.options.topic,
-                        self.options.bootstrap_servers, exc)
+            self._outage.failed(exc, "no new data until it answers")
             return start
+        self._outage.answered()
         self._seen_latest = latest
         if self._target is not None:
             latest = {p: min(o, self._target[p]) for p, o in latest.items() if p in self._target}
