@@ -38,11 +38,11 @@ def _s(metric: str, matchers: str) -> str:
     return selector(metric, matchers)
 
 
-def _cluster_variable() -> dict[str, Any]:
+def _cluster_variable() -> g.Variable:
     return g.query_variable("cluster", "Cluster", "label_values(groupscope_ready, cluster)")
 
 
-def _group_variable(multi: bool) -> dict[str, Any]:
+def _group_variable(multi: bool) -> g.Variable:
     return g.query_variable("group", "Group", 'label_values(kafka_consumergroup_info{cluster="$cluster"}, group)',
                             multi=multi)
 
