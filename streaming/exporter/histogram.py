@@ -40,5 +40,14 @@ class Histogram:
         return out
 
 
+class EmptyHistogram(Histogram):
+    """A histogram nothing is observed into: shared by everything that has observed nothing."""
+
+    __slots__ = ()
+
+    def observe(self, value: float) -> None:
+        raise TypeError("an EmptyHistogram is shared and read-only: observe into one of its own")
+
+
 def _format_bound(bound: float) -> str:
     return repr(float(bound))

@@ -31,7 +31,7 @@ from streaming.exporter.ends_table import EndsTable, tp_key, tp_parts
 from streaming.exporter.lag_render import NameTable
 from streaming.exporter.partition_table import Names, PartitionTable
 from streaming.exporter.row_index import RowIndex, compose
-from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, Histogram
+from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, EmptyHistogram, Histogram
 from streaming.exporter.selection import EVERYTHING, Selection
 
 TopicPartition = tuple[str, int]
@@ -69,10 +69,14 @@ class ViewSettings:
         return (MEMBER_LAG,) if self.member_lag else ()
 
 
+REBALANCE_HISTOGRAMS = ("rebalance_duration", "sync_duration", "downtime")
+_NOTHING_OBSERVED = EmptyHistogram(DURATION_BUCKETS)
+
+
 class GroupRecord:
     __slots__ = ("name", "id", "snapshot", "pending", "pending_times", "snapshot_from",
-                 "subscribed", "owners", "rebalances", "partitions_moved", "last_rebalance_s", "rebalance_duration", "sync_duration",
-                 "downtime", "dead_since_s", "last_activity_s", "ever_had_members")
+                 "subscribed", "owners", "rebalances", "partitions_moved", "last_rebalance_s",
+                 "_histograms", "dead_since_s", "last_activity_s", "ever_had_members")
 
     def __init__(self, name: str, group_id: int) -> None:
         self.name = name
@@ -90,12 +94,41 @@ class GroupRecord:
         self.rebalances = 0
         self.partitions_moved = 0
         self.last_rebalance_s: float | None = None
-        self.rebalance_duration = Histogram(DURATION_BUCKETS)
-        self.sync_duration = Histogram(DURATION_BUCKETS)
-        self.downtime = Histogram(DURATION_BUCKETS)
+        # The rebalance histograms (REBALANCE_HISTOGRAMS), made at a group's first observation:
+        # most groups of a large estate never rebalance (offset-only committers), and three
+        # histograms each were about 800 B a group.
+        self._histograms: dict[str, Histogram] | None = None
         self.dead_since_s: float | None = None
         self.last_activity_s = 0.0
         self.ever_had_members = False
+
+    def histogram(self, name: str) -> Histogram:
+        """One of REBALANCE_HISTOGRAMS, to read: an empty one while nothing was observed."""
+        histograms = self._histograms
+        return _NOTHING_OBSERVED if histograms is None else histograms.get(name, _NOTHING_OBSERVED)
+
+    def own_histogram(self, name: str) -> Histogram:
+        """One of REBALANCE_HISTOGRAMS, to add to: made if the group has none yet."""
+        if name not in REBALANCE_HISTOGRAMS:
+            raise KeyError(name)
+        if self._histograms is None:
+            self._histograms = {}
+        histogram = self._histograms.get(name)
+        if histogram is None:
+            histogram = self._histograms[name] = Histogram(DURATION_BUCKETS)
+        return histogram
+
+    @property
+    def rebalance_duration(self) -> Histogram:
+        return self.histogram("rebalance_duration")
+
+    @property
+    def sync_duration(self) -> Histogram:
+        return self.histogram("sync_duration")
+
+    @property
+    def downtime(self) -> Histogram:
+        return self.histogram("downtime")
 
 
 def _state_differs(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
@@ -698,9 +731,9 @@ class MonitorView:
             group.rebalances += 1
             group.partitions_moved += len(event.get("partitions_moved") or ())
             if event.get("duration_seconds") is not None:
-                group.rebalance_duration.observe(float(event["duration_seconds"]))
+                group.own_histogram("rebalance_duration").observe(float(event["duration_seconds"]))
             if event.get("sync_seconds") is not None:
-                group.sync_duration.observe(float(event["sync_seconds"]))
+                group.own_histogram("sync_duration").observe(float(event["sync_seconds"]))
             end_ms = event.get("end_ms", event.get("timestamp_ms"))
             if end_ms is not None:
                 end_s = end_ms / 1000.0
@@ -708,7 +741,7 @@ class MonitorView:
                     group.last_rebalance_s = end_s
         elif kind == "rebalance_downtime":
             if event.get("downtime_seconds") is not None:
-                group.downtime.observe(float(event["downtime_seconds"]))
+                group.own_histogram("downtime").observe(float(event["downtime_seconds"]))
         elif kind == "offset_committed":
             self._event_commit(group, event)
 

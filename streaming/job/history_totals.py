@@ -21,13 +21,12 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streaming.exporter.view import GroupRecord, MonitorView
+from streaming.exporter.view import REBALANCE_HISTOGRAMS, GroupRecord, MonitorView
 from streaming.job.history import latest_snapshots, read_history, unique_events
 from streaming.job.history_files import SCHEMA, read_files, scan_batches, write_whole
 from streaming.job.history_layout import KINDS, day_files, days, visible_files
 
 _META_KEY = b"groupscope.totals"
-_HISTOGRAMS = ("rebalance_duration", "sync_duration", "downtime")
 
 
 @dataclass
@@ -114,8 +113,8 @@ def counters_of(record: GroupRecord, deleted_ms: int | None) -> dict[str, Any]:
                            "partitions_moved": record.partitions_moved,
                            "last_rebalance_s": record.last_rebalance_s,
                            "deleted_ms": deleted_ms}
-    for name in _HISTOGRAMS:
-        hist = getattr(record, name)
+    for name in REBALANCE_HISTOGRAMS:
+        hist = record.histogram(name)
         out[name] = [list(hist.counts), hist.sum, hist.count]
     return out
 
@@ -135,9 +134,11 @@ def load_counters(view: MonitorView, groups: Mapping[str, Mapping[str, Any]]) ->
             last = counters["last_rebalance_s"]
             if last is not None and (record.last_rebalance_s is None or last > record.last_rebalance_s):
                 record.last_rebalance_s = last
-            for hist_name in _HISTOGRAMS:
-                hist = getattr(record, hist_name)
+            for hist_name in REBALANCE_HISTOGRAMS:
                 counts, total, count = counters[hist_name]
+                if not count:
+                    continue  # nothing observed: the group keeps sharing the empty one
+                hist = record.own_histogram(hist_name)
                 hist.counts = [a + b for a, b in zip(hist.counts, counts)]
                 hist.sum += total
                 hist.count += count

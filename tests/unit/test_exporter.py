@@ -959,3 +959,21 @@ def test_a_group_first_seen_dead_keeps_its_labels(served, clock):
     s = parse(scrape(port)[1])
     assert value(s, "kafka_consumergroup_info", group="brief", group_type="classic", protocol_type="consumer",
                  protocol="range", state="Dead", coordinator_partition="12") == 1
+
+
+def test_a_group_that_never_rebalanced_holds_no_histogram_of_its_own():
+    view = MonitorView(ViewSettings(cluster="c"), clock=Clock())
+    view.update_groups([snapshot("quiet", [], [("orders", 0, 5, T0 - 60)]),
+                        snapshot("busy", [member("m1", [("orders", 0)])], [("orders", 0, 5, T0 - 60)])])
+    view.apply_events([{"event": "rebalance", "group": "busy", "timestamp_ms": int(T0 * 1000),
+                        "duration_seconds": 2.0, "sync_seconds": 0.5, "partitions_moved": []}])
+    quiet, busy = view.groups["quiet"], view.groups["busy"]
+    assert quiet._histograms is None and quiet.rebalance_duration.count == 0
+    assert (busy.rebalance_duration.count, busy.rebalance_duration.sum) == (1, 2.0)
+    assert busy.sync_duration.count == 1 and busy.downtime.count == 0
+    assert busy.downtime is quiet.downtime  # both share the one empty histogram
+    with pytest.raises(TypeError):
+        quiet.downtime.observe(1.0)  # the shared one is read-only
+    text = MetricsCache(view).text()
+    assert 'kafka_consumergroup_rebalance_duration_seconds_count{cluster="c",group="busy"} 1' in text
+    assert 'kafka_consumergroup_rebalance_downtime_seconds_count{cluster="c",group="busy"} 0' in text
