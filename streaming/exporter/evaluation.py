@@ -19,6 +19,7 @@ from streaming.exporter.catalog import (KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, PART
 from streaming.exporter.exposition import Family
 from streaming.exporter.lag_frame import evaluate
 from streaming.exporter.lag_render import ColumnFamily, lag_families, log_families
+from streaming.exporter.plain_states import is_plain, uses_group_management
 from streaming.exporter.view import GroupRecord, MonitorView
 
 try:
@@ -46,7 +47,7 @@ def build_families(view: MonitorView, now_s: float | None = None) -> list[Family
         view.housekeeping(now)
         evaluator = Evaluator(view, now)
         sink: Sink = {}
-        for name in sorted(view.groups):
+        for name in state_order(view):
             evaluator.group_state(view.groups[name], sink)
         columns = lag_part(view, now) + log_part(view)
         monitor: Sink = {}
@@ -58,6 +59,15 @@ def build_families(view: MonitorView, now_s: float | None = None) -> list[Family
     for name, family in families.items():
         family.samples = sink.get(name, []) + monitor.get(name, [])
     return list(families.values())
+
+
+def state_order(view: MonitorView) -> list[str]:
+    """The groups in the order their state samples are served: the others by name, then the
+    plain groups by name (`streaming.exporter.plain_states`, rendered as one block)."""
+    plain, other = [], []
+    for name in sorted(view.groups):
+        (plain if is_plain(view.groups[name]) else other).append(name)
+    return other + plain
 
 
 def lag_part(view: MonitorView, now: float, kept: dict | None = None) -> list[ColumnFamily]:
@@ -74,18 +84,6 @@ def lag_part(view: MonitorView, now: float, kept: dict | None = None) -> list[Co
 def log_part(view: MonitorView) -> list[ColumnFamily]:
     """The polled partitions' log offsets, as columns. Callers hold the view's lock."""
     return log_families(view, view.topic_table())
-
-
-def _uses_group_management(group: GroupRecord) -> bool:
-    """Whether the group has ever had members (or a generation, or a rebalance). A group that
-    only commits offsets (consumers that assign partitions themselves: Spark, Flink, many
-    connectors) never joins, so it cannot rebalance: its three rebalance histograms would be
-    constant zeros (about 5 KB of text per group and scrape, a third of a 10-partition group's
-    series), and they appear with its first member instead."""
-    if group.ever_had_members or group.rebalances or group.downtime.count:
-        return True
-    snapshot = group.snapshot
-    return bool(snapshot and (snapshot.get("generation") or snapshot.get("members")))
 
 
 def _out(sink: Sink, name: str) -> list:
@@ -122,7 +120,7 @@ class Evaluator:
         _out(sink, "kafka_consumergroup_rebalances").append((key, group.rebalances))
         _out(sink, "kafka_consumergroup_rebalance_partitions_moved").append(
             (key, group.partitions_moved))
-        if _uses_group_management(group):
+        if uses_group_management(group):
             _out(sink, "kafka_consumergroup_rebalance_duration_seconds").append(
                 (key, group.rebalance_duration))
             _out(sink, "kafka_consumergroup_rebalance_sync_duration_seconds").append(

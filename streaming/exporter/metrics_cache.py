@@ -32,6 +32,7 @@ from streaming.exporter.catalog import series_names
 from streaming.exporter.gzip_member import GzipMember, kept, plain
 from streaming.exporter.evaluation import Evaluator, Sink, family_specs, lag_part, log_part
 from streaming.exporter.lag_render import ColumnFamily
+from streaming.exporter.plain_states import is_plain, plain_state_part
 from streaming.exporter.exposition import Family, LabelCache, render_header, render_samples
 from streaming.gc_pause import collector_paused
 from streaming.exporter.view import MonitorView
@@ -49,6 +50,7 @@ FamilyChunks = tuple[bytes | memoryview | GzipMember, ...]
 class Parts:
     """One view's rendered exposition, as taken at one moment."""
     states: list[FamilyChunks]
+    plain: FamilyChunks  # every plain group's state part (large families kept gzipped)
     lag: FamilyChunks
     topics: FamilyChunks
     monitor: FamilyChunks
@@ -88,6 +90,7 @@ def pieces(headers: list[bytes], views: list[Parts], slots: Iterable[int] | None
         for parts in views:
             if slot in parts.state_families:
                 yield from _joined(chunks[slot] for chunks in parts.states)
+            yield parts.plain[slot]  # after the others: evaluation.state_order
             yield parts.lag[slot]
             yield parts.topics[slot]
             yield parts.monitor[slot]
@@ -105,7 +108,10 @@ class MetricsCache:
         # Families the groups' state parts have ever had samples of: a scrape joins only those.
         self._state_families: set[int] = set()
         self.labels = LabelCache()
-        self.state_chunks: dict[str, FamilyChunks] = {}
+        self.state_chunks: dict[str, FamilyChunks] = {}  # of groups other than plain ones
+        self.plain_chunks: FamilyChunks = self._empty  # every plain group's state part
+        self._plain: list[str] = []  # the plain groups it holds, by name
+        self._plain_set: set[str] = set()
         self.lag_chunks: FamilyChunks = self._empty
         self.topic_chunks: FamilyChunks = self._empty
         self._kept: dict = {}  # the lag part's label text, kept until the rows change
@@ -143,22 +149,38 @@ class MetricsCache:
                 if full:
                     self.labels.start_render()
                 lag, logs = lag_part(view, now, self._kept), log_part(view)
+                # Plain groups are rendered together: again when any of them changed, or one
+                # became or stopped being plain (a plain block is about 2 us a group).
+                plain_named = {name for name in names if is_plain(view.groups[name])}
+                if (full or plain_named or groups_version != self.refreshed_groups_version
+                        or any(name in self._plain_set for name in names)):
+                    self._plain = sorted(name for name, group in view.groups.items()
+                                         if is_plain(group))
+                    self._plain_set = set(self._plain)
+                    plain_part = plain_state_part(view, self._plain)
+                else:
+                    plain_part = None
             # Rendered outside the view's lock: the columns are copies.
             self.lag_chunks, self.topic_chunks = self._columns(lag), self._columns(logs)
-            del lag, logs
+            if plain_part is not None:
+                self.plain_chunks = self._columns(plain_part)
+                self._state_families.update(self._slot[f.name] for f in plain_part)
+            del lag, logs, plain_part
             # A render's intermediate columns and the text it replaced are freed now; Arrow's
             # allocator keeps such pages for reuse unless asked: about 950 B a group-partition,
             # as much again as the text kept (500,000 of them, benchmarks/memory.py).
             pa.default_memory_pool().release_unused()
             state = {} if full else self.state_chunks
-            for first in range(0, len(names), _GROUPS_PER_LOCK):
+            others = [name for name in names if name not in plain_named]
+            for first in range(0, len(others), _GROUPS_PER_LOCK):
                 with view.lock:
-                    for name in names[first:first + _GROUPS_PER_LOCK]:
+                    for name in others[first:first + _GROUPS_PER_LOCK]:
                         group = view.groups.get(name)
                         if group is not None:
                             state[name] = self._render_part(evaluator.group_state, group)
             with view.lock:
-                for name in [name for name in state if name not in view.groups]:
+                for name in [name for name in state
+                             if name not in view.groups or name in self._plain_set]:
                     del state[name]
             self.state_chunks = state
             self.refreshed_at = now
@@ -219,11 +241,11 @@ class MetricsCache:
                 Evaluator(view, view.clock()).monitor(monitor)
             monitor_chunks = self._render(monitor)
             states = [self.state_chunks[name] for name in sorted(self.state_chunks)]
-            lag, topics = self.lag_chunks, self.topic_chunks
+            plain, lag, topics = self.plain_chunks, self.lag_chunks, self.topic_chunks
             state_families = set(self._state_families)
         # Parts are never changed in place (a render replaces them), so the lists taken above
         # stay a consistent picture while a refresh goes on.
-        return Parts(states, lag, topics, monitor_chunks, state_families)
+        return Parts(states, plain, lag, topics, monitor_chunks, state_families)
 
     def _columns(self, families: list[ColumnFamily]) -> FamilyChunks:
         chunks = list(self._empty)

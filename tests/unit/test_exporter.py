@@ -18,6 +18,7 @@ from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, exported_s
 from streaming.exporter.evaluation import Evaluator, build_families
 from streaming.exporter.exposition import render_text
 from streaming.exporter.server import ExporterSettings, start_exporter
+from streaming.exporter.gzip_member import GzipMember, gzipped
 from streaming.exporter.metrics_cache import MetricsCache
 from streaming.exporter.view import MonitorView, ViewSettings
 from tests.support.collector_probe import collections_in_fresh_interpreter, garbage_collections
@@ -656,7 +657,14 @@ _OPS = st.one_of(
     st.tuples(st.just("start"), st.integers(0, 2), st.integers(0, 40)),
     st.tuples(st.just("wait"), st.floats(0.5, 90.0)),
     st.tuples(st.just("refresh")),
-    st.tuples(st.just("scrape")))
+    st.tuples(st.just("scrape")),
+    # groups without members (served as one block of columns, streaming.exporter.plain_states)
+    st.tuples(st.just("plain"), st.integers(0, 2), st.integers(0, 2), st.integers(0, 40),
+              st.integers(0, 2)),
+    st.tuples(st.just("join"), st.integers(0, 2)),
+    st.tuples(st.just("drop"), st.integers(0, 2)))
+# Names a label must escape, and one sorted between the others'.
+_PLAIN_NAMES = ('plain "quoted"', "plain\\back\nslash", "g1-plain")
 
 
 @settings(max_examples=150, deadline=None)
@@ -686,6 +694,22 @@ def test_the_cache_serves_what_a_full_evaluation_does(ops):
             view.update_end_offsets({("orders", op[1]): op[2]}, {}, clock.now, 0.01)
         elif op[0] == "start":
             view.update_end_offsets({}, {("orders", op[1]): op[2]}, clock.now, 0.01)
+        elif op[0] in ("plain", "join"):
+            name = _PLAIN_NAMES[op[1]]
+            if op[0] == "plain":
+                offsets.setdefault(name, {})[op[2]] = op[3]
+            members = [member("m", [("orders", 0)])] if op[0] == "join" else []
+            made = snapshot(name, members, [("orders", q, o, clock.now) for q, o in
+                                            sorted(offsets.get(name, {}).items())],
+                            generation=1 if members else 0, protocol="range" if members else None,
+                            state=("Empty", "Stable", "Dead")[op[4]] if op[0] == "plain"
+                            else "Stable", updated_s=clock.now)
+            if op[0] == "plain" and op[4] == 1:
+                made["coordinator_partition"] = None  # as the Admin API's look gives it
+            view.update_groups([made])
+        elif op[0] == "drop":
+            view.apply_events([{"event": "group_deleted", "group": _PLAIN_NAMES[op[1]],
+                                "timestamp_ms": int(clock.now * 1000) + 1}])
         elif op[0] == "wait":
             clock.now += op[1]
         elif op[0] == "refresh":
@@ -977,3 +1001,20 @@ def test_a_group_that_never_rebalanced_holds_no_histogram_of_its_own():
     text = MetricsCache(view).text()
     assert 'kafka_consumergroup_rebalance_duration_seconds_count{cluster="c",group="busy"} 1' in text
     assert 'kafka_consumergroup_rebalance_downtime_seconds_count{cluster="c",group="busy"} 0' in text
+
+
+def test_many_plain_groups_are_served_from_their_kept_block():
+    """Groups without members render as one block of columns, large families kept gzipped:
+    served whole, plain or gzipped, and equal to evaluating each group on its own."""
+    clock = Clock()
+    view = make_view(clock)
+    view.update_groups([snapshot(f"batch-{g:05d}", [], [("orders", 0, g, T0 - 5)], generation=0,
+                                 protocol=None, state="Empty") for g in range(3000)])
+    cache = MetricsCache(view)
+    text = cache.text()
+    assert any(isinstance(piece, GzipMember) for piece in cache.plain_chunks)
+    assert text == render_text(build_families(view))
+    sent = b"".join(gzipped(cache.exposition(members=True)))
+    assert gzip.decompress(sent).decode() == text
+    info = parse(text)["kafka_consumergroup_info"]
+    assert len(info) == 3000 and set(info.values()) == {1}
