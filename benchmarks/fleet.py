@@ -1,22 +1,24 @@
-"""Fault isolation in one job watching two clusters: does one cluster's broker dying slow the
-other's commit-to-served latency?
+"""Fault isolation in one job watching several clusters: do dead brokers slow the other
+clusters' commit-to-served latency?
 
-Two Kafka 4.4 brokers ("a" and "b"), each with `--groups` groups of `--partitions` partitions
-committing `--rate` offsets a second through the OffsetCommit API (benchmarks.commit_load), and
-one groupscope job with both in `clusters` (one streaming query each, the default trigger, the
-exporter scraped with gzip every 15 s as Prometheus does). Three phases:
-  1. both up;
-  2. b's broker killed (SIGKILL) while its load runs: the job's reads of b die mid-read;
-  3. b's broker restarted and its load resumed.
+`--clusters` Kafka 4.4 brokers (2: "a" and "b"), each with `--groups` groups of `--partitions`
+partitions committing `--rate` offsets a second through the OffsetCommit API
+(benchmarks.commit_load), and one groupscope job with all of them in `clusters` (one streaming
+query each, the default trigger, the exporter scraped with gzip every 15 s as Prometheus does).
+Three phases:
+  1. all up;
+  2. the last `--kill` brokers (1: b's) killed (SIGKILL) while their load runs: the job's reads
+     of them die mid-read;
+  3. those brokers restarted and their load resumed.
 For each phase and cluster it prints the latency from each commit (the broker's commit
 timestamp) to the moment it reached the cluster's view, as benchmarks.pipeline measures it:
-p50, p99 and the count (b's commits written just before the kill are served after the restart:
-they make phase 3's maximum). Then how long the job took to report b down (`/healthz`) and to serve
-b's commits again after the restart.
+p50, p99 and the count (a killed cluster's commits written just before the kill are served after
+the restart: phase 3 "(before)"). Then how long the job took to report the killed clusters down
+(`/healthz`) and to serve their commits again after the restart.
 
 Usage (from the repository root):
     python -m benchmarks.fleet [--groups 200] [--partitions 10] [--rate 1000]
-        [--up 30] [--down 90] [--back 60]
+        [--up 30] [--down 90] [--back 60] [--clusters 2] [--kill 1]
 """
 from __future__ import annotations
 
@@ -39,8 +41,7 @@ from benchmarks._commit_watch import watch_commits
 from benchmarks.burrow import cpu_probe
 from benchmarks.commit_load import create_topics, preload
 
-CLUSTERS = ("a", "b")
-RESTARTED = "3 b restarted"
+RESTARTED = "3 restarted"
 SCRAPE_INTERVAL_S = 15.0
 
 
@@ -60,7 +61,8 @@ class Latencies:
 
     def __init__(self, fleet) -> None:
         self.phase = ""
-        self.killed_ms = float("inf")  # b's commits from before it are told apart
+        # When each killed cluster was killed: its commits from before are told apart.
+        self.killed_ms: dict[str, float] = {}
         self.by_phase: dict[tuple[str, str], list[float]] = {}
         self.first_at: dict[tuple[str, str], float] = {}
         for job in fleet.jobs:
@@ -70,20 +72,22 @@ class Latencies:
         def on_new(committed_ms: float, now_ms: float) -> None:
             if not self.phase:
                 return
-            phase = self.phase + (" (before)" if cluster == "b" and self.phase == RESTARTED
-                                  and committed_ms < self.killed_ms else "")
+            phase = self.phase + (" (before)" if self.phase == RESTARTED and committed_ms
+                                  < self.killed_ms.get(cluster, float("-inf")) else "")
             self.by_phase.setdefault((phase, cluster), []).append(now_ms - committed_ms)
             self.first_at.setdefault((phase, cluster), time.time())
 
         watch_commits(view, on_new)
 
 
-def _healthz(port: int) -> str:
+def _healthz(port: int) -> dict[str, bool]:
+    """Each cluster's line of /healthz: whether it says ok."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as answer:
-            return answer.read().decode()
+            text = answer.read().decode()
     except urllib.error.HTTPError as answer:  # 503 when a cluster is not ready: still an answer
-        return answer.read().decode()
+        text = answer.read().decode()
+    return {line.split(":", 1)[0]: line.endswith(": ok") for line in text.splitlines() if line}
 
 
 def _scrape(port: int, done: threading.Event, took: list[float]) -> None:
@@ -120,7 +124,13 @@ def main() -> None:
     parser.add_argument("--up", type=float, default=30.0, help="seconds of phase 1")
     parser.add_argument("--down", type=float, default=90.0, help="seconds of phase 2")
     parser.add_argument("--back", type=float, default=60.0, help="seconds of phase 3")
+    parser.add_argument("--clusters", type=int, default=2, help="clusters, one broker each")
+    parser.add_argument("--kill", type=int, default=1, help="brokers killed (the last ones)")
     args = parser.parse_args()
+    if not 0 < args.kill < args.clusters <= 26:
+        parser.error("--kill must be at least 1 and below --clusters (at most 26)")
+    names = [chr(ord("a") + i) for i in range(args.clusters)]
+    killed, kept = names[len(names) - args.kill:], names[:len(names) - args.kill]
     # A dead broker is the point here: kafka-python's reconnect errors would bury the figures.
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
 
@@ -129,7 +139,7 @@ def main() -> None:
     from tests.support.kafka_broker import start_kafka
 
     print(f"CPU probe: {cpu_probe()}; machine: {os.cpu_count()} cores")
-    brokers = {name: start_kafka() for name in CLUSTERS}
+    brokers = {name: start_kafka() for name in names}
     workdir = Path(tempfile.mkdtemp(prefix="groupscope-fleet-"))
     fleet = None
     loads: dict[str, multiprocessing.Process] = {}
@@ -150,9 +160,9 @@ def main() -> None:
         waiter = threading.Thread(target=fleet.wait, args=(done,), daemon=True)
         waiter.start()
         port = fleet.exporter.port
-        ready = _wait_for("both clusters ready",
-                          lambda: _healthz(port) == "a: ok\nb: ok\n", 300)
-        print(f"launch to both clusters ready: {time.monotonic() - started:.1f} s "
+        everyone_ok = {name: True for name in names}
+        ready = _wait_for("every cluster ready", lambda: _healthz(port) == everyone_ok, 300)
+        print(f"launch to every cluster ready: {time.monotonic() - started:.1f} s "
               f"(ready after {ready:.1f} s of waiting)")
         latencies = Latencies(fleet)
         scrapes: list[float] = []
@@ -163,28 +173,33 @@ def main() -> None:
                 broker.bootstrap, args.rate, total, args.groups, args.partitions, 2))
             loads[name].start()
         time.sleep(10)  # under load before measuring
-        latencies.phase = "1 both up"
+        latencies.phase = "1 all up"
         time.sleep(args.up)
 
-        latencies.phase = "2 b killed"
-        killed_at, latencies.killed_ms = time.monotonic(), time.time() * 1000
-        brokers["b"].kill()
-        down_s = _wait_for("b reported down",
-                           lambda: _healthz(port).startswith("a: ok\nb: source"), args.down)
+        latencies.phase = "2 killed"
+        killed_at = time.monotonic()
+        for name in killed:
+            brokers[name].kill()
+            latencies.killed_ms[name] = time.time() * 1000
+        down_s = _wait_for("the killed reported down", lambda: _healthz(port) == {
+            name: name in kept for name in names}, args.down)
         time.sleep(max(0.0, args.down - (time.monotonic() - killed_at)))
 
         latencies.phase = RESTARTED
         restarted_at = time.monotonic()
-        brokers["b"].restart()
+        for name in killed:
+            brokers[name].restart()
         restart_s = time.monotonic() - restarted_at
-        loads["b"].join(timeout=5)
-        loads["b"] = multiprocessing.Process(target=_load, args=(
-            brokers["b"].bootstrap, args.rate, args.back + 30, args.groups, args.partitions,
-            10_000))
-        loads["b"].start()
-        back_s = _wait_for("b's new commits served",
-                           lambda: (RESTARTED, "b") in latencies.first_at, args.back)
-        ok_s = _wait_for("b reported ok", lambda: _healthz(port) == "a: ok\nb: ok\n", args.back)
+        for name in killed:
+            loads[name].join(timeout=5)
+            loads[name] = multiprocessing.Process(target=_load, args=(
+                brokers[name].bootstrap, args.rate, args.back + 30, args.groups, args.partitions,
+                10_000))
+            loads[name].start()
+        back_s = _wait_for("the restarted clusters' new commits served", lambda: all(
+            (RESTARTED, name) in latencies.first_at for name in killed), args.back)
+        ok_s = _wait_for("every cluster reported ok", lambda: _healthz(port) == everyone_ok,
+                         args.back)
         time.sleep(max(0.0, args.back - (time.monotonic() - restarted_at)))
         latencies.phase = ""
     finally:
@@ -204,10 +219,11 @@ def main() -> None:
         print(f"{phase:<28}{cluster:<10}{len(values):>7}{_pct(values, 0.5):>8.2f}"
               f"{_pct(values, 0.99):>8.2f}")
     if any(phase.endswith("(before)") for phase, _ in latencies.by_phase):
-        print("(before): b's commits written before the kill, read once b was back")
-    print(f"b killed: reported down after {down_s:.1f} s; restarted (broker ready in "
-          f"{restart_s:.1f} s): its new commits served {back_s:.1f} s after that (its load "
-          f"resumed once its group coordinators answered), reported ok {ok_s:.1f} s later")
+        print("(before): the killed clusters' commits written before the kill, read once back")
+    print(f"{', '.join(killed)} killed, {', '.join(kept)} kept: reported down after {down_s:.1f} s; "
+          f"restarted (brokers ready in {restart_s:.1f} s): their new commits served "
+          f"{back_s:.1f} s after that (each load resumed once its group coordinators answered), "
+          f"reported ok {ok_s:.1f} s later")
 
 
 if __name__ == "__main__":
