@@ -1,6 +1,5 @@
-"""Groups served from launch: one look through the Kafka Admin API (`source.admin_seed`), a
-chunk of groups at a time, while Spark starts and the first micro-batch reads the backlog of
-`__consumer_offsets`.
+"""Groups served from launch: one look through the Kafka Admin API (`source.admin_seed`) while
+Spark starts and the first micro-batch reads the backlog of `__consumer_offsets`.
 
 A first start otherwise serves nothing until that batch is done (tens of seconds at a million
 commits, docs/performance.md); one admin look at 2,000 groups takes a fraction of a second. The
@@ -23,11 +22,6 @@ from streaming.exporter.view import MonitorView
 from streaming.kafka.offsets import close_quietly
 
 log = logging.getLogger("groupscope.seed")
-# Groups described a chunk at a time, each chunk served before the next is asked for: the first
-# groups come out in seconds at 10^5 groups instead of after the whole look (about 10 s of
-# polling and as much of updating the view). The chunks double, so what a scrape renders again
-# between them adds about once the whole render; an estate of up to 5,000 groups is one chunk.
-CHUNKS = (5_000, 10_000, 20_000, 40_000)
 
 
 class AdminSeed:
@@ -61,20 +55,19 @@ class AdminSeed:
         try:
             keep = self._in_shard()
             client = self._client_factory()
-            for chunk in client.poll_in_chunks(CHUNKS):
-                now_ms = int(self.view.clock() * 1000)
-                snapshots = [observe(group, None, now_ms, None, 0)[0].snapshot
-                             for group in chunk if keep(group.group)]
-                with self.view.lock:
-                    if self.view.ready:  # the log got there first
-                        return
-                    self.seeded = self.view.seed_groups(snapshots)
+            polled = [group for group in client.poll() if keep(group.group)]
         except Exception as exc:  # noqa: BLE001 - an ACL missing, a timeout: the log serves all
-            log.info("no admin look at %s groups at launch (%s): they are served once the log "
-                     "is read", "the other" if self.seeded else "the", exc)
+            log.info("no admin look at the groups at launch (%s): they are served once the log "
+                     "is read", exc)
             return
         finally:
             close_quietly(client, "admin client")
+        now_ms = int(self.view.clock() * 1000)
+        snapshots = [observe(group, None, now_ms, None, 0)[0].snapshot for group in polled]
+        with self.view.lock:
+            if self.view.ready:  # the log got there first
+                return
+            self.seeded = self.view.seed_groups(snapshots)
         self.seconds = time.monotonic() - started
         log.info("serving %d groups as the Admin API shows them (%.1f s) until __consumer_offsets "
                  "is read", self.seeded, self.seconds)

@@ -8,10 +8,9 @@ turns two polls into state and events.
 """
 from __future__ import annotations
 
-import itertools
 import logging
 from collections import defaultdict
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from kafka import KafkaAdminClient
 from kafka.protocol.api_message import ApiMessage
@@ -43,32 +42,15 @@ class AdminGroups:
         self.requests = 0  # sent since the client was made: the poll's cost
 
     def poll(self) -> list[PolledGroup]:
-        """Every consumer group and its offsets."""
-        return sorted((group for chunk in self.poll_in_chunks() for group in chunk),
-                      key=lambda g: g.group)
-
-    def poll_in_chunks(self, sizes: Iterable[int] = ()) -> Iterator[list[PolledGroup]]:
-        """Every consumer group and its offsets, listed once, then described and fetched a
-        chunk of groups at a time: `sizes` the chunks' sizes in turn (the last one repeated;
-        none: every group at once). A caller can serve a chunk while the next is asked for."""
         listed = self._admin.list_groups()
         self.requests += 1  # one per broker, in fact; counted as the call it is
         classic = {g["group_id"]: g.get("protocol_type") or "" for g in listed
                    if g.get("group_type", "classic") == "classic"
                    and g.get("protocol_type") in ("consumer", "")}
         modern = [g["group_id"] for g in listed if g.get("group_type") == "consumer"]
-        ids = [*classic, *modern]
-        sizes = list(sizes) or [max(1, len(ids))]
-        first = 0
-        for turn in itertools.count():
-            if first >= len(ids):
-                return
-            chunk = ids[first:first + sizes[min(turn, len(sizes) - 1)]]
-            first += len(chunk)
-            offsets = self._offsets(chunk)
-            groups = [*self._classic({g: classic[g] for g in chunk if g in classic}, offsets),
-                      *self._consumer([g for g in chunk if g not in classic], offsets)]
-            yield sorted(groups, key=lambda g: g.group)
+        offsets = self._offsets([*classic, *modern])
+        groups = [*self._classic(classic, offsets), *self._consumer(modern, offsets)]
+        return sorted(groups, key=lambda g: g.group)
 
     # -- requests ----------------------------------------------------------------------------
 

@@ -50,23 +50,6 @@ def _settings(secured, tmp_path) -> dict[str, str]:
             "ssl.truststore.password": STORE_PASSWORD}
 
 
-def _check_chunks(bootstrap: str, groups: tuple[str, ...]) -> None:
-    """A look a chunk of groups at a time (the launch seed's) finds what one look finds."""
-    from streaming.kafka.admin_groups import AdminGroups
-
-    client = AdminGroups({"bootstrap_servers": [bootstrap]})
-    try:
-        whole = {g.group: g for g in client.poll() if g.group in groups}
-        chunks = list(client.poll_in_chunks([1, 2]))
-    finally:
-        client.close()
-    sizes = [len(chunk) for chunk in chunks]
-    assert sizes[0] == 1 and all(size == 2 for size in sizes[1:-1]) and 1 <= sizes[-1] <= 2, sizes
-    ours = [g for chunk in chunks for g in chunk if g.group in groups]
-    assert sorted(g.group for g in ours) == sorted(groups)
-    assert {g.group: g.offsets for g in ours} == {name: g.offsets for name, g in whole.items()}
-
-
 @pytest.mark.timeout(300)
 def test_the_admin_source_shows_what_kafkas_admin_client_shows(broker, secured_broker, tmp_path):
     tag = uuid.uuid4().hex[:8]
@@ -121,7 +104,6 @@ def test_the_admin_source_shows_what_kafkas_admin_client_shows(broker, secured_b
 
         until_agreed("the admin source agreeing with Kafka's AdminClient", {classic: 2, modern: 2})
         kafka = last[0]
-        _check_chunks(broker.bootstrap, groups)
         assert kafka[committing].committed == {(topic, p): 5 + p for p in range(PARTITIONS)}
         assert last[1][committing].lag == {(topic, p): 15 - p for p in range(PARTITIONS)}
         rebalances_before = job.view.groups[classic].rebalances

@@ -10,7 +10,6 @@ import urllib.error
 import pytest
 
 from coordinator.admin_groups import PolledGroup, PolledMember
-from streaming.exporter.view import MonitorView, ViewSettings
 from streaming.job.admin_seed import AdminSeed
 from tests.support.scrape_support import parse, scrape
 from tests.unit.test_exporter import T0, Clock, member, served, snapshot, value  # noqa: F401
@@ -34,9 +33,6 @@ class _Admin:
         if isinstance(self.groups, Exception):
             raise self.groups
         return self.groups
-
-    def poll_in_chunks(self, sizes=()):
-        yield self.poll()
 
     def close(self) -> None:
         self.closed = True
@@ -117,24 +113,3 @@ def test_a_failed_look_seeds_nothing_and_says_so_once(clock, caplog):
     assert seed.seeded == 0 and not view.groups
     [line] = [r.getMessage() for r in caplog.records]
     assert "GROUP_AUTHORIZATION_FAILED" in line and "once the log is read" in line
-
-
-def test_each_chunk_is_served_before_the_next_is_asked_for(clock):
-    """At 10^5 groups the look takes tens of seconds: the first groups are served after the
-    first chunk, not after the last."""
-    view = MonitorView(ViewSettings(cluster="c"), clock=clock)
-    served_when_asked = []
-
-    class Chunked(_Admin):
-        def poll_in_chunks(self, sizes=()):
-            assert list(sizes)[:2] == [5_000, 10_000]  # the seed's chunks (CHUNKS)
-            yield [_polled("first", 1)]
-            served_when_asked.append(sorted(view.groups))
-            yield [_polled("second", 2), _polled("third", 3)]
-
-    admin = Chunked([])
-    seed = AdminSeed(view, lambda: admin).start()
-    seed.join(10)
-    assert served_when_asked == [["first"]]
-    assert seed.seeded == 3 and sorted(view.seeded) == ["first", "second", "third"]
-    assert admin.closed
