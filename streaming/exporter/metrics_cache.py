@@ -156,8 +156,9 @@ class MetricsCache:
                 plain_named = {name for name in names if is_plain(view.groups[name])}
                 if (full or plain_named or groups_version != self.refreshed_groups_version
                         or any(name in self._plain_set for name in names)):
-                    self._plain = sorted(name for name, group in view.groups.items()
-                                         if is_plain(group))
+                    # a full refresh has just looked at every group
+                    self._plain = sorted(plain_named) if full else sorted(
+                        name for name, group in view.groups.items() if is_plain(group))
                     self._plain_set = set(self._plain)
                     plain_part = plain_state_part(view, self._plain)
                 else:
