@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Callable
 
 from benchmarks._process_cpu import tree_cpu_seconds
+from benchmarks.cluster import percentile
 from benchmarks.commit_load import (Connection, add_load_arguments, create_topics, final_offset,
                                     group_name, group_request, preload, steady, topic_of)
 from tests.support.jvm_children import children_of
@@ -727,13 +728,13 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                      "burrow": steady_result.burrow_latencies}
         for name, values in latencies.items():
             if values:
-                print(f"  {name} commit-to-served latency p50 {_pct(values, .5):.2f}s, p99 "
-                      f"{_pct(values, .99):.2f}s over {len(values):,} commits of {len(watched)} "
+                print(f"  {name} commit-to-served latency p50 {percentile(values, .5):.2f}s, p99 "
+                      f"{percentile(values, .99):.2f}s over {len(values):,} commits of {len(watched)} "
                       f"watched groups (read back to back)")
         rows.append(_row(f"{shape}: steady {cost.rate:,.0f}/s, CPU-s per minute",
                          cost.cpu_per_minute, "s"))
         rows.append(_row(f"{shape}: steady latency p50", {
-            n: _pct(values, .5) for n, values in latencies.items() if values}, "s"))
+            n: percentile(values, .5) for n, values in latencies.items() if values}, "s"))
     finally:
         for monitor in running:
             monitor.stop()
@@ -804,8 +805,8 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
         result = steady_phase(running, gs, broker.bootstrap, args,
                               max(cost.last_rounds.values()) + 1, args.scrape_interval)
         if result.latencies:
-            print(f"  groupscope commit-to-exporter latency p50 {_pct(result.latencies, .5):.2f}s, "
-                  f"p99 {_pct(result.latencies, .99):.2f}s over {len(result.latencies):,} group "
+            print(f"  groupscope commit-to-exporter latency p50 {percentile(result.latencies, .5):.2f}s, "
+                  f"p99 {percentile(result.latencies, .99):.2f}s over {len(result.latencies):,} group "
                   f"commits at {result.rate:,.0f} commits/s (its default trigger, 5 s; scraped "
                   f"every {args.scrape_interval:g}s)")
         rows.append(_row(f"steady {cost.rate:,.0f} commits/s: CPU-s per minute",
@@ -814,7 +815,7 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                          {n: m.pss_mb for n, m in steady_memory.items()}, ""))
         if result.latencies:
             rows.append(_row("steady: groupscope latency p50 (default trigger)",
-                             {"groupscope": _pct(result.latencies, .5)}, "s"))
+                             {"groupscope": percentile(result.latencies, .5)}, "s"))
 
         # restart: the large checkpoint, plus new commits made while both are stopped
         for m in running:
@@ -860,10 +861,6 @@ def same_shape_phases(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
 
 
 # -- the run ---------------------------------------------------------------------------------------
-
-def _pct(values: list[float], q: float) -> float:
-    return values[min(len(values) - 1, int(q * len(values)))]
-
 
 def _per_minute(cpu: dict[str, float]) -> str:
     return ", ".join(f"{name} {seconds:.1f}" for name, seconds in cpu.items())

@@ -39,6 +39,7 @@ import yaml
 from benchmarks import commit_load
 from benchmarks._commit_watch import watch_commits
 from benchmarks.burrow import cpu_probe
+from benchmarks.cluster import percentile
 from benchmarks.commit_load import create_topics, preload
 
 RESTARTED = "3 restarted"
@@ -98,11 +99,6 @@ def _scrape(port: int, done: threading.Event, took: list[float]) -> None:
         with urllib.request.urlopen(request, timeout=60) as answer:
             answer.read()
         took.append(time.perf_counter() - started)
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
 
 
 def _wait_for(what: str, check, timeout_s: float) -> float:
@@ -216,8 +212,9 @@ def main() -> None:
           f"(median {statistics.median(scrapes or [0]):.2f} s)")
     print("phase                       cluster   commits   p50 s   p99 s")
     for (phase, cluster), values in sorted(latencies.by_phase.items()):
-        print(f"{phase:<28}{cluster:<10}{len(values):>7}{_pct(values, 0.5):>8.2f}"
-              f"{_pct(values, 0.99):>8.2f}")
+        seconds = [v / 1000 for v in values]
+        print(f"{phase:<28}{cluster:<10}{len(values):>7}{percentile(seconds, 0.5):>8.2f}"
+              f"{percentile(seconds, 0.99):>8.2f}")
     if any(phase.endswith("(before)") for phase, _ in latencies.by_phase):
         print("(before): the killed clusters' commits written before the kill, read once back")
     print(f"{', '.join(killed)} killed, {', '.join(kept)} kept: reported down after {down_s:.1f} s; "
