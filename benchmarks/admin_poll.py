@@ -30,6 +30,7 @@ def main() -> None:
     args = parser.parse_args()
     from coordinator.admin_groups import observe
     from streaming.exporter.view import MonitorView
+    from streaming.gc_pause import collector_paused
     from streaming.kafka.admin_groups import AdminGroups
     from tests.support.kafka_broker import start_kafka
 
@@ -53,11 +54,12 @@ def main() -> None:
                 view, at = MonitorView(), time.process_time()
                 now_ms = int(time.time() * 1000)
                 snapshots = []
-                for group in polled:
-                    seen[group.group], _ = observe(group, seen.get(group.group), now_ms, None,
-                                                   n + 1)
-                    snapshots.append(seen[group.group].snapshot)
-                view.update_groups(snapshots)
+                with collector_paused():  # as the job's admin source and launch seed do
+                    for group in polled:
+                        seen[group.group], _ = observe(group, seen.get(group.group), now_ms,
+                                                       None, n + 1)
+                        snapshots.append(seen[group.group].snapshot)
+                    view.update_groups(snapshots)
                 feed_cpu = time.process_time() - at
                 print(f"{count:,} groups x {args.partitions} partitions, poll {n + 1}: "
                       f"{len(polled):,} groups described in {wall:.2f} s wall; API calls "

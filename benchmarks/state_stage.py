@@ -12,7 +12,7 @@ its ratio to the first count's (the target: within 1.5x from 2,000 to 100,000 gr
 
 Usage (from the repository root):
     python -m benchmarks.state_stage [--held 2000,20000,100000] [--touched 1000] [--batches 5]
-        [--partitions 10]
+        [--partitions 10] [--conf key=value ...]
 """
 from __future__ import annotations
 
@@ -92,6 +92,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=10, help="partitions per group")
     parser.add_argument("--layout", default="group-map", choices=("group-map", "shard-value"),
                         help="how each shard key keeps its groups (state_stage.STATE_LAYOUTS)")
+    parser.add_argument("--conf", action="append", default=[],
+                        help="extra Spark setting key=value (repeatable)")
     args = parser.parse_args()
     held_counts = [int(n) for n in args.held.split(",")]
 
@@ -99,7 +101,7 @@ def main() -> None:
     from streaming.job.session import build_spark
 
     started = time.perf_counter()
-    spark = build_spark(Config())
+    spark = build_spark(Config(), dict(item.split("=", 1) for item in args.conf))
     print(f"Spark session (the job's local-mode settings): {time.perf_counter() - started:.1f} s")
     rows = []
     with tempfile.TemporaryDirectory(prefix="groupscope-state-stage-") as workdir:

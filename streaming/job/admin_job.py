@@ -16,6 +16,7 @@ from typing import Callable
 from coordinator.admin_groups import Seen, gone, observe
 from streaming.config import Config
 from streaming.exporter.view import MonitorView
+from streaming.gc_pause import collector_paused
 from streaming.job.settings import (admin_groups_factory, exporter_settings, poller_settings,
                                     view_settings)
 from streaming.kafka.admin_groups import AdminGroups
@@ -87,6 +88,12 @@ class AdminJob:
         self._failure_said = None
         now_ms = int(self.view.clock() * 1000)
         self.polls += 1
+        with collector_paused():  # a snapshot and a row per group-partition: see gc_pause
+            self._apply(polled, now_ms)
+        self.last_poll_s = time.monotonic() - started
+        return True
+
+    def _apply(self, polled: list, now_ms: int) -> None:
         snapshots, events = [], []
         for group in polled:
             seen, found = observe(group, self._seen.get(group.group), now_ms, self._last_ms,
@@ -104,8 +111,6 @@ class AdminJob:
             self.view.update_groups(snapshots)
             self.view.apply_events(events)
             self.view.set_offsets_topic_progress({}, True)  # every group is as of this poll
-        self.last_poll_s = time.monotonic() - started
-        return True
 
     def _drop_client(self) -> None:
         client, self._client = self._client, None

@@ -19,6 +19,7 @@ from typing import Callable
 from coordinator.admin_groups import observe
 from coordinator.partitioning import partition_for
 from streaming.exporter.view import MonitorView
+from streaming.gc_pause import collector_paused
 from streaming.kafka.offsets import close_quietly
 
 log = logging.getLogger("groupscope.seed")
@@ -63,11 +64,12 @@ class AdminSeed:
         finally:
             close_quietly(client, "admin client")
         now_ms = int(self.view.clock() * 1000)
-        snapshots = [observe(group, None, now_ms, None, 0)[0].snapshot for group in polled]
-        with self.view.lock:
-            if self.view.ready:  # the log got there first
-                return
-            self.seeded = self.view.seed_groups(snapshots)
+        with collector_paused():  # a snapshot and a row per group-partition: see gc_pause
+            snapshots = [observe(group, None, now_ms, None, 0)[0].snapshot for group in polled]
+            with self.view.lock:
+                if self.view.ready:  # the log got there first
+                    return
+                self.seeded = self.view.seed_groups(snapshots)
         self.seconds = time.monotonic() - started
         log.info("serving %d groups as the Admin API shows them (%.1f s) until __consumer_offsets "
                  "is read", self.seeded, self.seconds)

@@ -17,6 +17,7 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import OffsetFetchRequest
 
 from coordinator.admin_groups import PolledGroup, PolledMember
+from streaming.gc_pause import collector_paused
 
 log = logging.getLogger("groupscope.admin")
 CLASSIC_TYPES = ("classic",)
@@ -41,6 +42,7 @@ class AdminGroups:
         self._admin = KafkaAdminClient(**settings)
         self.requests = 0  # sent since the client was made: the poll's cost
 
+    @collector_paused()  # 10^5 groups' answers are millions of objects, no cycles: gc_pause
     def poll(self) -> list[PolledGroup]:
         listed = self._admin.list_groups()
         self.requests += 1  # one per broker, in fact; counted as the call it is
@@ -48,8 +50,14 @@ class AdminGroups:
                    if g.get("group_type", "classic") == "classic"
                    and g.get("protocol_type") in ("consumer", "")}
         modern = [g["group_id"] for g in listed if g.get("group_type") == "consumer"]
+        # An Empty classic group has no members, and Kafka describes it with nothing the
+        # listing (ListGroups v4+) did not already say: most groups of a large estate are such
+        # (consumers that assign their partitions themselves), so they are not described.
+        empty = {g["group_id"] for g in listed if g.get("group_state") == "Empty"} & set(classic)
         offsets = self._offsets([*classic, *modern])
-        groups = [*self._classic(classic, offsets), *self._consumer(modern, offsets)]
+        groups = [*self._classic({g: t for g, t in classic.items() if g not in empty}, offsets),
+                  *(_empty_classic(g, classic[g], offsets) for g in empty),
+                  *self._consumer(modern, offsets)]
         return sorted(groups, key=lambda g: g.group)
 
     # -- requests ----------------------------------------------------------------------------
@@ -157,6 +165,14 @@ class AdminGroups:
 
     def close(self) -> None:
         self._admin.close()
+
+
+def _empty_classic(group_id: str, protocol_type: str, offsets) -> PolledGroup:
+    """An Empty classic group as DescribeGroups would show it (GroupMetadataManager.describeGroups
+    in Kafka's group coordinator: no protocol, no members, outside the Stable state)."""
+    return PolledGroup(group=group_id, group_type="classic", protocol_type=protocol_type,
+                       protocol=None, state="Empty", group_epoch=None, assignment_epoch=None,
+                       members=(), offsets=offsets.get(group_id, ()))
 
 
 def _classic_member(m: dict) -> PolledMember:

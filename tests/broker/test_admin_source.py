@@ -182,3 +182,44 @@ def test_a_log_job_serves_the_admin_view_from_launch(broker, tmp_path):
         assert info(last)["coordinator_partition"] == str(partition_for(group, 50))
     finally:
         job.stop()
+
+
+def test_an_empty_group_is_polled_as_describing_it_shows(broker):
+    """Empty classic groups are not described (the listing says all there is): what the poll
+    gives for one equals what Kafka's DescribeGroups answer gives, for a group that only ever
+    committed and for one whose consumers all left."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    from streaming.kafka.admin_groups import AdminGroups
+
+    tag = uuid.uuid4().hex[:8]
+    topic, committing, left = f"empty-data-{tag}", f"empty-{tag}-simple", f"empty-{tag}-left"
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    produce_raw(broker.bootstrap, topic, [(p, None, b"x", int(time.time() * 1000))
+                                          for p in range(PARTITIONS)])
+    simple = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=committing,
+                           enable_auto_commit=False)
+    simple.commit({TopicPartition(topic, p): OffsetAndMetadata(1, "", -1)
+                   for p in range(PARTITIONS)})
+    simple.close()
+    member = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=left,
+                           enable_auto_commit=False, auto_offset_reset="earliest")
+    until("the member's assignment", lambda: member.poll(timeout_ms=200) is not None
+          and bool(member.assignment()), timeout_s=60)
+    member.commit()
+    member.close()
+    client = AdminGroups({"bootstrap_servers": [broker.bootstrap]}, timeout_s=30)
+    try:
+        until("both groups Empty", lambda: {g.group: g.state for g in client.poll()
+                                            if g.group in (committing, left)}
+              == {committing: "Empty", left: "Empty"}, timeout_s=60)
+        polled = {g.group: g for g in client.poll() if g.group in (committing, left)}
+        offsets = {name: group.offsets for name, group in polled.items()}
+        described = {g.group: g for g in client._classic(
+            {name: group.protocol_type for name, group in polled.items()}, offsets)}
+    finally:
+        client.close()
+    assert polled == described
+    assert polled[left].protocol_type == "consumer" and polled[committing].protocol_type == ""
+    assert len(polled[left].offsets) == PARTITIONS
