@@ -67,6 +67,17 @@ def with_log_config(spark_conf: Mapping[str, str]) -> dict[str, str]:
     return {**spark_conf, "spark.driver.extraJavaOptions": f"{option} {user}".strip()}
 
 
+def _submitted() -> bool:
+    return bool(os.environ.get("SPARK_ENV_LOADED"))  # set by spark-submit's scripts
+
+
+def local_tuning_applies(config: Config) -> bool:
+    """Whether the job launches Spark itself with a `local[...]` master and `spark.local_tuning`
+    is `auto`: the one switch of every local-mode speed-up (streaming/localmode/README.md)."""
+    return (bool(config.spark.master) and not _submitted()
+            and config.spark.master.startswith("local") and config.spark.local_tuning == "auto")
+
+
 def submitted_master() -> str | None:
     """The master spark-submit was given (its JVM, already running, holds it)."""
     from pyspark import SparkConf
@@ -79,7 +90,7 @@ def build_spark(config: Config, extra_conf: dict[str, str] | None = None):
     user's `spark.conf`."""
     from pyspark.sql import SparkSession
 
-    submitted = bool(os.environ.get("SPARK_ENV_LOADED"))  # set by spark-submit's scripts
+    submitted = _submitted()
     own_master = bool(config.spark.master) and not submitted
     local = own_master and config.spark.master.startswith("local")
     # The settings follow the master the job runs on: under spark-submit, its --master.
@@ -95,7 +106,7 @@ def build_spark(config: Config, extra_conf: dict[str, str] | None = None):
         builder = builder.master(config.spark.master)
     # This process launches the driver JVM unless spark-submit did: its log settings are ours.
     user_conf = with_log_config(config.spark.conf) if own_master else dict(config.spark.conf)
-    if local and config.spark.local_tuning == "auto":
+    if local_tuning_applies(config):
         from streaming.localmode.tuning import tuned_session
 
         spark = tuned_session(builder, user_conf, config.checkpoint.path)

@@ -20,6 +20,7 @@ from tests.support.kafka_broker import create_topic, produce_raw
 from tests.support.parity import differences, groupscope_views, kafka_views
 from tests.support.parity_clients import Members
 from tests.support.scrape_support import parse
+from tests.support.tuning import LOCAL_TUNING
 from tests.support.waiting import until
 from tests.support.secured_kafka import SCRAM_USER, STORE_PASSWORD, grant, revoke
 
@@ -175,6 +176,9 @@ def test_a_log_job_serves_the_admin_view_from_launch(broker, tmp_path):
         assert first["groupscope_seeded_groups"][key] >= 1
         assert served(first) == kafka and info(first)["coordinator_partition"] == ""
         assert "as the Admin API shows them" in job.log()
+        if LOCAL_TUNING != "off":  # the seed has the machine before the catch-up
+            until("the catch-up started after the seed",
+                  lambda: "the log's catch-up starts once the launch seed's" in job.log(), 60)
 
         last = until("the log read, the seed gone", when(
             lambda s: job.caught_up(s) and s["groupscope_seeded_groups"][key] == 0), 120)
