@@ -113,3 +113,21 @@ def test_a_failed_look_seeds_nothing_and_says_so_once(clock, caplog):
     assert seed.seeded == 0 and not view.groups
     [line] = [r.getMessage() for r in caplog.records]
     assert "GROUP_AUTHORIZATION_FAILED" in line and "once the log is read" in line
+
+
+def test_the_log_replacing_the_seed_takes_its_rows(clock):
+    """The log's groups take the rows the seed's gave up in the same batch: the table does not
+    grow to hold both (at 10^5 groups that was 10^6 rows' columns and windows more, for good)."""
+    from tests.unit.test_exporter import make_view
+
+    view = make_view(clock)
+    groups = [f"g{i:04d}" for i in range(3000)]  # past the table's first 1,024 rows
+    view.seed_groups([snapshot(g, [], [("orders", p, 40, T0 - 5) for p in range(2)],
+                               state="Empty") for g in groups])
+    rows = len(view.table.live)
+    assert view.table.count == 2 * len(groups)
+    view.update_groups([snapshot(g, [], [("orders", p, 30, T0 - 600) for p in range(2)],
+                                 state="Empty") for g in groups])
+    assert view.seeded == set() and view.table.count == 2 * len(groups)
+    assert len(view.table.live) == rows
+    assert all(view.committed(g) == {("orders", 0): 30, ("orders", 1): 30} for g in groups)
