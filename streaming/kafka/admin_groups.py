@@ -83,13 +83,24 @@ class AdminGroups:
         poll on one group's error; here that group is left out and the rest served."""
         as_group = OffsetFetchRequest.OffsetFetchRequestGroup
         out: dict[str, tuple] = {}
+
+        def ask(node: int, ids: list[str]):
+            request = OffsetFetchRequest(groups=[as_group(group_id=g, topics=None) for g in ids],
+                                         min_version=8, max_version=8)
+            return self._admin._manager.send(request, node_id=node)
+
         for node, ids in (await self._by_coordinator(group_ids)).items():
-            for first in range(0, len(ids), OFFSET_FETCH_GROUPS):
-                request = OffsetFetchRequest(
-                    groups=[as_group(group_id=g, topics=None)
-                            for g in ids[first:first + OFFSET_FETCH_GROUPS]],
-                    min_version=8, max_version=8)
-                response = await self._admin._manager.send(request, node_id=node)
+            chunks = [ids[first:first + OFFSET_FETCH_GROUPS]
+                      for first in range(0, len(ids), OFFSET_FETCH_GROUPS)]
+            # Two requests in flight: the coordinator answers the next while this process
+            # decodes the one before (a connection's requests are answered in turn), and no more
+            # than two answers' objects are held at once.
+            flight = [ask(node, chunk) for chunk in chunks[:2]]
+            for k in range(len(chunks)):
+                response = await flight[k]
+                flight[k] = None  # its answer is let go once read
+                if k + 2 < len(chunks):
+                    flight.append(ask(node, chunks[k + 2]))
                 for group in response.groups:
                     if group.error_code:
                         log.debug("offsets of group %s: error %d", group.group_id,

@@ -188,14 +188,18 @@ def test_a_log_job_serves_the_admin_view_from_launch(broker, tmp_path):
         job.stop()
 
 
-def test_an_empty_group_is_polled_as_describing_it_shows(broker):
+def test_an_empty_group_is_polled_as_describing_it_shows(broker, monkeypatch):
     """Empty classic groups are not described (the listing says all there is): what the poll
     gives for one equals what Kafka's DescribeGroups answer gives, for a group that only ever
-    committed and for one whose consumers all left."""
+    committed and for one whose consumers all left. Offsets are asked a group a request here,
+    so the poll keeps two requests in flight through many (the session broker's groups)."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
+    from streaming.kafka import admin_groups
     from streaming.kafka.admin_groups import AdminGroups
+
+    monkeypatch.setattr(admin_groups, "OFFSET_FETCH_GROUPS", 1)
 
     tag = uuid.uuid4().hex[:8]
     topic, committing, left = f"empty-data-{tag}", f"empty-{tag}-simple", f"empty-{tag}-left"
@@ -211,7 +215,8 @@ def test_an_empty_group_is_polled_as_describing_it_shows(broker):
                            enable_auto_commit=False, auto_offset_reset="earliest")
     until("the member's assignment", lambda: member.poll(timeout_ms=200) is not None
           and bool(member.assignment()), timeout_s=60)
-    member.commit()
+    member.commit({TopicPartition(topic, p): OffsetAndMetadata(1, "", -1)
+                   for p in range(PARTITIONS)})  # as a member of the group's generation
     member.close()
     client = AdminGroups({"bootstrap_servers": [broker.bootstrap]}, timeout_s=30)
     try:
@@ -226,4 +231,7 @@ def test_an_empty_group_is_polled_as_describing_it_shows(broker):
         client.close()
     assert polled == described
     assert polled[left].protocol_type == "consumer" and polled[committing].protocol_type == ""
-    assert len(polled[left].offsets) == PARTITIONS
+    assert polled[committing].offsets == tuple((topic, p, 1, -1, "") for p in range(PARTITIONS))
+    assert [(t, p, o) for t, p, o, _, _ in polled[left].offsets] == [
+        (topic, p, 1) for p in range(PARTITIONS)]
+    assert client.requests >= 2
