@@ -479,8 +479,13 @@ class Job:
         (about 15 s of the driver's CPU at 10^5 groups of 10 partitions) and the catch-up, which
         takes every core while it reads the log. Run together they served every group after
         41 s, the seed first after 32 s (docs/performance.md). Under a cluster the catch-up runs
-        on the executors and nothing waits."""
+        on the executors and nothing waits. Nor does a restart: the groups restored from the
+        checkpoint (or the history) are served already, and the log behind them is short."""
         if self.seed is None or not local_tuning_applies(self.config):
+            return
+        with self.view.lock:
+            restored = len(self.view.groups) > len(self.view.seeded)
+        if restored:
             return
         started = time.monotonic()
         self.seed.join(SEED_FIRST_S)
