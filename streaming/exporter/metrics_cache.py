@@ -201,6 +201,23 @@ class MetricsCache:
             if self.refreshed_at is None or self._read_since_refresh:
                 self.refresh()
 
+    def refresh_if_stale(self) -> None:
+        """`refresh()` unless the rendered parts are up to date with every change the view has
+        seen (and younger than `max_age_s`)."""
+        view = self.view
+        with self._lock:
+            with view.lock:
+                now = view.clock()
+                view.housekeeping(now)  # a Dead group's grace may have run out since
+                stale = (self.refreshed_at is None or view.version != self.refreshed_version
+                         or view.ends_version != self.refreshed_ends_version
+                         or view.offsets_version != self.refreshed_offsets_version
+                         or view.groups_version != self.refreshed_groups_version
+                         or bool(view.changed_groups)
+                         or now - self.refreshed_at > self.max_age_s)
+            if stale:
+                self.refresh()
+
     def text(self) -> str:
         """The whole exposition, up to date with every change the view has seen."""
         return b"".join(self.exposition()).decode("utf-8")
@@ -227,17 +244,7 @@ class MetricsCache:
         `pieces`, which joins several views' parts a family at a time: FleetCache)."""
         view = self.view
         with self._lock:
-            with view.lock:
-                now = view.clock()
-                view.housekeeping(now)  # a Dead group's grace may have run out since
-                stale = (self.refreshed_at is None or view.version != self.refreshed_version
-                         or view.ends_version != self.refreshed_ends_version
-                         or view.offsets_version != self.refreshed_offsets_version
-                         or view.groups_version != self.refreshed_groups_version
-                         or bool(view.changed_groups)
-                         or now - self.refreshed_at > self.max_age_s)
-            if stale:
-                self.refresh()
+            self.refresh_if_stale()
             self._read_since_refresh = True
             with view.lock:
                 monitor: Sink = {}

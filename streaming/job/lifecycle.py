@@ -493,7 +493,7 @@ class Job:
             return
         cache = self.exporter.cache if self.exporter is not None else self._metrics_cache
         if cache is not None:
-            cache.refresh()  # the first scrape finds the groups rendered
+            cache.refresh_if_stale()  # the first scrape finds the groups rendered
         log.info("the log's catch-up starts once the launch seed's %d groups are served (%.1f s "
                  "waited)", self.seed.seeded, time.monotonic() - started)
 
