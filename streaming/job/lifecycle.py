@@ -24,7 +24,7 @@ from streaming.job.checkpoint_layout import StateLayout, checkpoint_lineage, sta
 from streaming.errors import UserError
 from streaming.pipeline.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.gc_pause import collector_paused
-from streaming.job.state_restore import committed_snapshots
+from streaming.job.state_restore import committed_state
 from streaming.job.history import HISTORY_EVENTS, HistoryWriter, batch_base
 from streaming.job.history_layout import highest_batch
 from streaming.kafka.offsets import OFFSETS_TOPIC, READ_REFUSED, NotAuthorized
@@ -255,6 +255,13 @@ class BatchSink:
             if monitor is not None:
                 self._apply_monitor(monitor)
 
+    def restore_monitor(self, counters: Mapping[str, Any]) -> None:
+        """The counters the checkpoint's last batch left: the restarted job is ready at once
+        when that batch had read up to the log's end, with no batch of its own to wait for."""
+        self._note_progress(counters)
+        with self.view.lock:
+            self._apply_monitor(counters)
+
     def _note_progress(self, counters: Mapping[str, Any]) -> None:
         for p, off in counters.get("progress", {}).items():
             self.progress.read[int(p)] = max(int(off), self.progress.read.get(int(p), -1))
@@ -409,10 +416,10 @@ class Job:
                                     {**{reason: 0 for reason in SKIP_LABELS}, **self.view.records_skipped})
         history = None
         counted_through = -1
-        state = committed_snapshots(self.spark, query_checkpoint, layout.groups)
+        state = committed_state(self.spark, query_checkpoint, layout.groups)
         if state is not None:
-            self.view.update_groups(state)
-            log.info("restored %d groups from the checkpoint's state", len(state))
+            self.view.update_groups(state.groups)
+            log.info("restored %d groups from the checkpoint's state", len(state.groups))
         if config.history.path:
             settings = config.history
             lineage = checkpoint_lineage(self.spark, config.checkpoint.path)
@@ -428,9 +435,12 @@ class Job:
                 counted_through = written - history.batch_base
         progress = OffsetsTopicProgress(self._progress_target,
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
-        progress.refresh_target()
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval,
                               counted_through)
+        if state is not None and state.monitor is not None:
+            self.sink.restore_monitor(state.monitor)
+        else:
+            progress.refresh_target()
         self._stream = build_pipeline(self.spark, config, layout, self._source_df)
         self._seed_first()
         query = self._start_query()

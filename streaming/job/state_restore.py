@@ -6,13 +6,17 @@ history's snapshots cannot promise that: a group's snapshot is written at most e
 since would come back with an older offset, and stay there until it commits again. The state
 store holds every group's latest state; Spark's state data source (`format("statestore")`) reads
 the query's last committed batch: each shard's value and, in GROUP_MAP layout, the map entry of
-each group of a shard that outgrew its value, decoded here.
+each group of a shard that outgrew its value, decoded here. The monitor's counters come back
+with them: how far the log was read decides at once whether the restarted job is caught up, since
+a restart with nothing new to read runs no batch that could decide it.
 """
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
+from coordinator import compact_json
 from coordinator.state import GroupState
 from streaming.job.checkpoint_layout import hadoop_fs_path
 from streaming.pipeline.monitor_rows import MONITOR_KEY
@@ -29,11 +33,20 @@ def has_committed_batch(spark, query_checkpoint: str) -> bool:
     return any(status.getPath().getName().isdigit() for status in fs.listStatus(commits))
 
 
-def committed_snapshots(spark, query_checkpoint: str,
-                        layout: str = GROUP_MAP) -> list[dict[str, Any]] | None:
-    """Each group's snapshot (`GroupState.to_dict()`) as the last committed batch left it in
-    the state `layout`; None when the query has committed no batch yet, or when its state
-    cannot be read (then the history's snapshots are all there is, and the job says so)."""
+@dataclass(frozen=True)
+class CommittedState:
+    """What the last committed batch left in the state store: each group's snapshot
+    (`GroupState.to_dict()`), and the monitor's counters (records and skips counted, the highest
+    offset read per partition of the log), None when no batch has counted anything."""
+
+    groups: list[dict[str, Any]]
+    monitor: dict[str, Any] | None
+
+
+def committed_state(spark, query_checkpoint: str, layout: str = GROUP_MAP) -> CommittedState | None:
+    """The state the last committed batch left in the state `layout`; None when the query has
+    committed no batch yet, or when its state cannot be read (then the history's snapshots are
+    all there is, and the job says so)."""
     if not has_committed_batch(spark, query_checkpoint):
         return None
     try:
@@ -50,5 +63,7 @@ def committed_snapshots(spark, query_checkpoint: str,
         log.warning("cannot read the group state from the checkpoint (%s); serving the history's "
                     "snapshots until each group's next change", str(exc).splitlines()[0][:200])
         return None
-    return [GroupState.from_bytes(bytes(blob)).to_dict() for group, blob in blobs
-            if group != MONITOR_KEY and blob is not None]
+    monitor = next((compact_json.loads(bytes(blob)) for group, blob in blobs
+                    if group == MONITOR_KEY and blob is not None), None)
+    return CommittedState([GroupState.from_bytes(bytes(blob)).to_dict() for group, blob in blobs
+                           if group != MONITOR_KEY and blob is not None], monitor)

@@ -223,6 +223,41 @@ def test_a_restart_serves_each_group_as_the_state_store_left_it(spark, tmp_path,
     assert restored == expected
 
 
+def test_a_restart_with_nothing_new_is_ready_from_the_checkpoints_progress(spark, tmp_path):
+    """A restart with nothing new in the log runs no batch; how far the checkpoint's last batch
+    read decides readiness at once, and the state store's counters are served from the start.
+    A log that has grown since keeps the restarted job not ready until it is read."""
+    capture = str(tmp_path / "capture.jsonl")
+    _capture(capture)
+    ends: dict[int, int] = {}
+    with open(capture, encoding="utf-8") as fh:
+        for line in fh:
+            record = json.loads(line)
+            ends[record["partition"]] = max(ends.get(record["partition"], 0), record["offset"] + 1)
+    config = replay_config(tmp_path, capture)
+
+    def run(target: dict[int, int], catch_up: bool) -> MonitorView:
+        job = Job(config, spark=spark, start_exporter=False, start_poller=False,
+                  progress_target=lambda: target)
+        try:
+            query = job.start()
+            if catch_up:
+                query.processAllAvailable()
+        finally:
+            job.stop()
+        return job.view
+
+    first = run(ends, catch_up=True)
+    assert first.ready and sum(first.records_total.values()) == sum(1 for _ in open(capture))
+    restarted = run(ends, catch_up=False)
+    assert _committed_batches(str(tmp_path / "checkpoint")) > 0
+    assert restarted.ready
+    assert dict(restarted.records_total) == dict(first.records_total)
+    assert restarted.records_skipped == first.records_skipped
+    grown = run({p: end + 5 for p, end in ends.items()}, catch_up=False)
+    assert not grown.ready
+
+
 def test_a_batch_in_the_history_that_spark_did_not_commit_counts_once(spark, tmp_path,
                                                                      uninterrupted):
     """The history is written before Spark commits the batch: a stop or crash in between
