@@ -24,6 +24,8 @@ from streaming.kafka.offsets import close_quietly
 
 log = logging.getLogger("groupscope.seed")
 
+_JOIN_STEP_S = 0.25  # how soon a wait for the look sees a stop asked for
+
 
 class AdminSeed:
     """One admin look in a thread of its own; gives up quietly (one line) when the cluster does
@@ -47,8 +49,15 @@ class AdminSeed:
         self._thread.start()
         return self
 
-    def join(self, timeout_s: float | None = None) -> None:
-        self._thread.join(timeout_s)
+    def join(self, timeout_s: float | None = None,
+             stop_asked: threading.Event | None = None) -> None:
+        """Until the look is done, `timeout_s` has passed, or `stop_asked` is set."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while self._thread.is_alive() and not (stop_asked is not None and stop_asked.is_set()):
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            self._thread.join(_JOIN_STEP_S if left is None else min(left, _JOIN_STEP_S))
 
     def _run(self) -> None:
         started = time.monotonic()

@@ -27,10 +27,12 @@ log = logging.getLogger("groupscope.job")
 class Fleet:
     """`start`, `wait`, `stop`, `exporter` as a Job has them; `jobs`, one per cluster."""
 
-    def __init__(self, configs: list[Config], spark=None, start_exporter: bool = True) -> None:
+    def __init__(self, configs: list[Config], spark=None, start_exporter: bool = True,
+                 stop_asked: threading.Event | None = None) -> None:
         if len(configs) > 1 and any(c.source.type == "simulator" for c in configs):
             raise ValueError("source.type simulator runs alone (groupscope demo)")
         self.configs = configs
+        self.stop_asked = stop_asked or threading.Event()  # as Job's
         self.spark = spark
         self._want_exporter = start_exporter
         self.jobs: list = []  # a Job, or an AdminJob for source.type admin
@@ -52,7 +54,8 @@ class Fleet:
             else:
                 self.jobs.append(Job(config, spark=self.spark, view=view, start_exporter=False,
                                      metrics_cache=cache,
-                                     query_name=f"groupscope-{config.cluster.name}"))
+                                     query_name=f"groupscope-{config.cluster.name}",
+                                     stop_asked=self.stop_asked))
         self.cache = FleetCache(caches)
         if self._want_exporter:
             self.exporter = serve(caches[0].view, exporter_settings(self.configs[0]), self.cache)

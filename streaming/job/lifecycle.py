@@ -322,8 +322,11 @@ class Job:
                  source_df=None, progress_target: Callable[[], Mapping[int, int]] | None = None,
                  offsets_client_factory: Callable[[], Any] | None = None,
                  start_exporter: bool = True, start_poller: bool = True,
-                 metrics_cache: Any = None, query_name: str = "groupscope") -> None:
+                 metrics_cache: Any = None, query_name: str = "groupscope",
+                 stop_asked: threading.Event | None = None) -> None:
         self.config = config
+        # Set by a stop signal (the CLI's): the start's waits end early, the caller stops.
+        self.stop_asked = stop_asked or threading.Event()
         self.spark = spark
         self.view = view or MonitorView(view_settings(config))
         self._source_df = source_df
@@ -498,8 +501,8 @@ class Job:
         if restored:
             return
         started = time.monotonic()
-        self.seed.join(SEED_FIRST_S)
-        if self.seed.seconds is None:  # no look, or a slow one: the log does not wait longer
+        self.seed.join(SEED_FIRST_S, self.stop_asked)
+        if self.seed.seconds is None or self.stop_asked.is_set():  # no look, a slow one, a stop
             return
         cache = self.exporter.cache if self.exporter is not None else self._metrics_cache
         if cache is not None:

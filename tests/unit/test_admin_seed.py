@@ -131,3 +131,32 @@ def test_the_log_replacing_the_seed_takes_its_rows(clock):
     assert view.seeded == set() and view.table.count == 2 * len(groups)
     assert len(view.table.live) == rows
     assert all(view.committed(g) == {("orders", 0): 30, ("orders", 1): 30} for g in groups)
+
+
+def test_a_wait_for_the_look_ends_when_a_stop_is_asked(served):
+    """The job's start waits for the launch seed (local mode); a stop signal in that wait ends
+    it at once, not when the look is done or the wait's limit has passed."""
+    import threading
+    import time
+
+    view, _ = served()
+    answer = threading.Event()
+
+    class _Slow(_Admin):
+        def poll(self) -> list[PolledGroup]:
+            answer.wait(30)
+            return super().poll()
+
+    seed = AdminSeed(view, lambda: _Slow([_polled("shop", 40)])).start()
+    stop = threading.Event()
+    threading.Timer(0.2, stop.set).start()
+    started = time.monotonic()
+    seed.join(30, stop)
+    waited = time.monotonic() - started
+    assert stop.is_set() and waited < 5 and seed.seconds is None
+    seed.join(0.3)  # without a stop: its limit
+    assert seed.seconds is None
+    answer.set()
+    seed.join(10, stop)  # stop set: returns at once, whatever the look does
+    seed.join(10)
+    assert seed.seeded == 1

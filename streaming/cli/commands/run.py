@@ -24,7 +24,7 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _job(fleet: list):
+def _job(fleet: list, stop: threading.Event):
     """What runs the config: a query per cluster (several clusters), an Admin API poller
     (`source.type: admin`, no Spark) or the streaming job."""
     from streaming.job.admin_job import AdminJob
@@ -33,10 +33,10 @@ def _job(fleet: list):
 
     try:
         if len(fleet) > 1:
-            return Fleet(fleet)
+            return Fleet(fleet, stop_asked=stop)
         if fleet[0].source.type == "admin":
             return AdminJob(fleet[0])
-        return Job(fleet[0])
+        return Job(fleet[0], stop_asked=stop)
     except ValueError as exc:  # a client setting that cannot be used, named
         raise UserError(f"{'clusters' if len(fleet) > 1 else 'source'}: {exc}") from None
 
@@ -60,7 +60,7 @@ def run(args) -> int:
         demo = Demo(config, work_dir).start()
         job, stop_job = demo.job, demo.stop
     else:
-        job = _job(fleet)
+        job = _job(fleet, stop)
         stop_job = job.stop
         try:
             with spark_outside_the_process_group():
