@@ -90,8 +90,9 @@ def main() -> None:
     parser.add_argument("--touched", type=int, default=1000, help="groups each batch commits to")
     parser.add_argument("--batches", type=int, default=5, help="touched batches per count held")
     parser.add_argument("--partitions", type=int, default=10, help="partitions per group")
-    parser.add_argument("--layout", default="group-map", choices=("group-map", "shard-value"),
-                        help="how each shard key keeps its groups (state_stage.STATE_LAYOUTS)")
+    parser.add_argument("--layout", default="bucket-map",
+                        choices=("bucket-map", "group-map", "shard-value"),
+                        help="how each shard key keeps its groups (shard_state.STATE_LAYOUTS)")
     parser.add_argument("--conf", action="append", default=[],
                         help="extra Spark setting key=value (repeatable)")
     args = parser.parse_args()
@@ -100,6 +101,9 @@ def main() -> None:
     from streaming.config import Config
     from streaming.job.session import build_spark
 
+    from benchmarks.cluster import cpu_probe
+
+    print(f"CPU probe (benchmarks.cluster.CPU_PROBE): {cpu_probe()} s; layout {args.layout}")
     started = time.perf_counter()
     spark = build_spark(Config(), dict(item.split("=", 1) for item in args.conf))
     print(f"Spark session (the job's local-mode settings): {time.perf_counter() - started:.1f} s")

@@ -5,8 +5,9 @@ number, so reading a checkpoint with another number would lose every group that 
 checkpoint records the number it starts with (STATE_LAYOUT_FILE, next to the query's own
 directory); one with group state but no record was written with LEGACY_STATE_SHARDS, the only
 number before the record existed. How a shard keeps its groups (streaming.pipeline.shard_state
-STATE_LAYOUTS) is the checkpoint's own too: a new one records GROUP_MAP; one whose record does
-not say was written in SHARD_VALUE layout, the only one before, and keeps it.
+STATE_LAYOUTS) is the checkpoint's own too: a new one records BUCKET_MAP; one whose record does
+not say was written in SHARD_VALUE layout, the only one before, and keeps it; one that recorded
+GROUP_MAP keeps that.
 
 Everything is read and written through Hadoop's file system, so any checkpoint location works.
 """
@@ -17,7 +18,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from streaming.pipeline.shard_state import GROUP_MAP, SHARD_VALUE, STATE_LAYOUTS
+from streaming.pipeline.shard_state import BUCKET_MAP, SHARD_VALUE, STATE_LAYOUTS
 
 log = logging.getLogger("groupscope.job")
 
@@ -53,13 +54,13 @@ def _write(fs, path, record: dict) -> None:
 @dataclass(frozen=True)
 class StateLayout:
     shards: int
-    groups: str  # SHARD_VALUE or GROUP_MAP
+    groups: str  # one of STATE_LAYOUTS
 
 
 def state_layout(spark, checkpoint_path: str, default_shards: int) -> StateLayout:
     """How the checkpoint at `checkpoint_path` (the job's `checkpoint.path`) lays out its group
     state: as it recorded; for one that holds state but no record, LEGACY_STATE_SHARDS shards
-    in SHARD_VALUE layout; else `default_shards` in GROUP_MAP layout, recorded now. Raises
+    in SHARD_VALUE layout; else `default_shards` in BUCKET_MAP layout, recorded now. Raises
     ValueError for a record it cannot read."""
     root = checkpoint_path.rstrip("/")
     fs, path = hadoop_fs_path(spark, f"{root}/{STATE_LAYOUT_FILE}")
@@ -81,7 +82,7 @@ def state_layout(spark, checkpoint_path: str, default_shards: int) -> StateLayou
     if state_fs.exists(state):
         layout = StateLayout(LEGACY_STATE_SHARDS, SHARD_VALUE)
     else:
-        layout = StateLayout(default_shards, GROUP_MAP)
+        layout = StateLayout(default_shards, BUCKET_MAP)
     _write(fs, path, {"state_shards": layout.shards, "groups": layout.groups})
     return layout
 

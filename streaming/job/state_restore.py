@@ -5,8 +5,8 @@ history's snapshots cannot promise that: a group's snapshot is written at most e
 `history.snapshot_interval` unless its membership changed, so a group that only committed offsets
 since would come back with an older offset, and stay there until it commits again. The state
 store holds every group's latest state; Spark's state data source (`format("statestore")`) reads
-the query's last committed batch: each shard's value and, in GROUP_MAP layout, the map entry of
-each group of a shard that outgrew its value, decoded here. The monitor's counters come back
+the query's last committed batch: each shard's value and, for a shard that outgrew its value, its
+map's entries (a group each in GROUP_MAP layout, a bucket of groups in BUCKET_MAP), decoded here. The monitor's counters come back
 with them: how far the log was read decides at once whether the restarted job is caught up, since
 a restart with nothing new to read runs no batch that could decide it.
 """
@@ -20,7 +20,7 @@ from coordinator import compact_json
 from coordinator.state import GroupState
 from streaming.job.checkpoint_layout import hadoop_fs_path
 from streaming.pipeline.monitor_rows import MONITOR_KEY
-from streaming.pipeline.shard_state import GROUP_MAP, unpack_entries
+from streaming.pipeline.shard_state import BUCKET_MAP, GROUP_MAP, unpack_entries
 
 log = logging.getLogger("groupscope.job")
 
@@ -43,7 +43,7 @@ class CommittedState:
     monitor: dict[str, Any] | None
 
 
-def committed_state(spark, query_checkpoint: str, layout: str = GROUP_MAP) -> CommittedState | None:
+def committed_state(spark, query_checkpoint: str, layout: str = BUCKET_MAP) -> CommittedState | None:
     """The state the last committed batch left in the state `layout`; None when the query has
     committed no batch yet, or when its state cannot be read (then the history's snapshots are
     all there is, and the job says so)."""
@@ -59,6 +59,10 @@ def committed_state(spark, query_checkpoint: str, layout: str = GROUP_MAP) -> Co
             rows = (reader.option("stateVarName", "groups").load()
                     .select("user_map_key.group", "user_map_value.blob").collect())
             blobs += [(row.group, row.blob) for row in rows]
+        elif layout == BUCKET_MAP:
+            rows = reader.option("stateVarName", "buckets").load().select("user_map_value.blob").collect()
+            blobs += [entry for row in rows if row.blob is not None
+                      for entry in unpack_entries(bytes(row.blob)).items()]
     except Exception as exc:  # a py4j error from Spark, whatever its kind
         log.warning("cannot read the group state from the checkpoint (%s); serving the history's "
                     "snapshots until each group's next change", str(exc).splitlines()[0][:200])

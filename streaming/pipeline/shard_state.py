@@ -14,6 +14,7 @@ checkpoint never runs code.
 from __future__ import annotations
 
 import struct
+import zlib
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -30,8 +31,16 @@ MONITOR_SHARD = -1
 # while the shard is small, then (past state_stage.MAP_AFTER_GROUPS groups) a map state
 # ("groups") with an entry per group, of which a micro-batch reads and writes only those it
 # touches, at a state-server round trip each.
-SHARD_VALUE, GROUP_MAP = "shard-value", "group-map"
-STATE_LAYOUTS = (SHARD_VALUE, GROUP_MAP)
+# BUCKET_MAP, the same but past that size a map state ("buckets") keyed by one of
+# BUCKETS_PER_SHARD hash buckets of the group id, each entry the groups of its bucket in the
+# layout below: a micro-batch pays the two round trips once per bucket it touches, not once per
+# group, and the bucket's other groups travel as bytes.
+SHARD_VALUE, GROUP_MAP, BUCKET_MAP = "shard-value", "group-map", "bucket-map"
+STATE_LAYOUTS = (SHARD_VALUE, GROUP_MAP, BUCKET_MAP)
+# Buckets of one shard's map in BUCKET_MAP layout, part of what that layout means: a group's
+# bucket never changes, so another count would be another layout. At 10^5 groups over STATE_SHARDS shards a bucket holds about 6 groups;
+# a round trip's cost grows little with its bytes, so even 60 (10^6 groups) stay cheap.
+BUCKETS_PER_SHARD = 1024
 
 _COUNT = struct.Struct(">I")
 
@@ -69,6 +78,11 @@ def unpack_entries(data: bytes) -> dict[str, bytes]:
     if at != len(data):
         raise CorruptShardState(f"{len(data) - at} bytes left over after {count} entries")
     return entries
+
+
+def bucket_of(group: str) -> int:
+    """The BUCKET_MAP bucket of a group: CRC-32 of its UTF-8 id, the same in every process."""
+    return zlib.crc32(group.encode()) % BUCKETS_PER_SHARD
 
 
 def shard_column(group: Column, monitor_key: str, shards: int) -> Column:

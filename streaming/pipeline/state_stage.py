@@ -26,7 +26,8 @@ from pyspark.sql.functions import pandas_udf
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor_util import (TransformWithStateInPandasFuncMode,
                                                            TransformWithStateInPandasUdfUtils)
-from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField,
+                               StructType)
 from pyspark.util import PythonEvalType
 
 from coordinator import compact_json
@@ -34,8 +35,9 @@ from coordinator.records import decode
 from coordinator.state import Context, GroupState
 from coordinator.state.reducer import apply_parts
 from streaming.pipeline.monitor_rows import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
-from streaming.pipeline.shard_state import (GROUP_MAP, SHARD_VALUE, STATE_LAYOUTS, STATE_SHARDS,
-                                            pack_entries, shard_column, unpack_entries)
+from streaming.pipeline.shard_state import (BUCKET_MAP, GROUP_MAP, SHARD_VALUE, STATE_LAYOUTS,
+                                            STATE_SHARDS, bucket_of, pack_entries, shard_column,
+                                            unpack_entries)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,11 +50,12 @@ OUTPUT_SCHEMA = StructType([
 ])
 _STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
 _GROUP_KEY_SCHEMA = StructType([StructField("group", StringType())])
+_BUCKET_KEY_SCHEMA = StructType([StructField("bucket", IntegerType())])
 _COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 _CHANGE_EVENTS = frozenset({"rebalance", "member_joined", "member_left", "group_emptied",
                             "group_deleted"})
 _INT_COLUMNS = frozenset({"o_partition", "o_offset", "ts_ms"})
-# In GROUP_MAP layout, a shard keeps its groups in its value until they are more than this many,
+# In GROUP_MAP and BUCKET_MAP layouts, a shard keeps its groups in its value until they are more than this many,
 # then in its map for good. Rewriting a value costs about 11 us per group it holds, a map entry
 # about 180 us per group touched (a read and a write, each a state-server round trip;
 # benchmarks/state_stage.py): a small shard is cheaper whole, a large one entry by entry.
@@ -110,7 +113,7 @@ def _bytes(value: Any) -> bytes | None:
 class GroupProcessor(StatefulProcessor):
     """Keeps one `GroupState` per group inside its shard's value, and the monitor's counters."""
 
-    def __init__(self, context: Context | None = None, layout: str = GROUP_MAP) -> None:
+    def __init__(self, context: Context | None = None, layout: str = BUCKET_MAP) -> None:
         if layout not in STATE_LAYOUTS:
             raise ValueError(f"unknown state layout {layout!r}")
         self.context = context or Context(emit_offset_events=False)
@@ -121,6 +124,8 @@ class GroupProcessor(StatefulProcessor):
         self.state = handle.getValueState("shard", _STATE_SCHEMA)
         if self.layout == GROUP_MAP:
             self.groups = handle.getMapState("groups", _GROUP_KEY_SCHEMA, _STATE_SCHEMA)
+        elif self.layout == BUCKET_MAP:
+            self.groups = handle.getMapState("buckets", _BUCKET_KEY_SCHEMA, _STATE_SCHEMA)
         self._pending: list[tuple[str, str, str, int]] = []
 
     def flush(self) -> Iterator[pd.DataFrame]:
@@ -143,11 +148,11 @@ class GroupProcessor(StatefulProcessor):
         for row in _records(frames):
             by_group.setdefault(row["group"], []).append(row)
         stored = self.state.get()  # None when the shard has no value: one call, not two
-        entries: dict[str, bytes] | _GroupEntries
+        entries: dict[str, bytes] | _GroupEntries | _BucketEntries
         if stored is not None or self.layout == SHARD_VALUE or not self.groups.exists():
             entries = unpack_entries(stored[0]) if stored is not None else {}
-        else:  # the shard outgrew its value (see GROUP_MAP)
-            entries = _GroupEntries(self.groups)
+        else:  # the shard outgrew its value (see GROUP_MAP and BUCKET_MAP)
+            entries = self._map_entries(fresh=False)
         out: list[tuple[str, str, str, int]] = []
         for group, records in by_group.items():
             if group == MONITOR_KEY:
@@ -159,14 +164,23 @@ class GroupProcessor(StatefulProcessor):
             if state is not None:
                 entries[group] = state.to_bytes()
         if isinstance(entries, dict):
-            if self.layout == GROUP_MAP and len(entries) > self.map_after:
-                in_map = _GroupEntries(self.groups)
+            if self.layout != SHARD_VALUE and len(entries) > self.map_after:
+                in_map = self._map_entries(fresh=True)
                 for group, blob in entries.items():
                     in_map[group] = blob
+                in_map.store()
                 self.state.clear()
             else:
                 self.state.update((pack_entries(entries),))
+        else:
+            entries.store()
         yield from self._emit(out)
+
+    def _map_entries(self, fresh: bool) -> _GroupEntries | _BucketEntries:
+        """The shard's map state as entries; `fresh`: known empty, so nothing is read."""
+        if self.layout == GROUP_MAP:
+            return _GroupEntries(self.groups)
+        return _BucketEntries(self.groups, fresh)
 
     def _apply_group(self, group: str, records: list[dict[str, Any]], blob: bytes | None,
                      out: list[tuple[str, str, str, int]]) -> GroupState | None:
@@ -239,6 +253,43 @@ class _GroupEntries:
 
     def __setitem__(self, group: str, blob: bytes) -> None:
         self._map.updateValue((group,), (blob,))
+
+    def store(self) -> None:
+        pass  # each entry was written as it was set
+
+
+class _BucketEntries:
+    """The groups of one shard key in BUCKET_MAP layout: a bucket is read on the first use of
+    one of its groups, and each changed bucket written once, by `store()`."""
+
+    __slots__ = ("_map", "_fresh", "_buckets", "_changed")
+
+    def __init__(self, buckets, fresh: bool) -> None:
+        self._map = buckets
+        self._fresh = fresh
+        self._buckets: dict[int, dict[str, bytes]] = {}
+        self._changed: set[int] = set()
+
+    def _bucket(self, bucket: int) -> dict[str, bytes]:
+        entries = self._buckets.get(bucket)
+        if entries is None:
+            stored = None if self._fresh else self._map.getValue((bucket,))
+            entries = {} if stored is None else unpack_entries(_bytes(stored[0]))
+            self._buckets[bucket] = entries
+        return entries
+
+    def get(self, group: str) -> bytes | None:
+        return self._bucket(bucket_of(group)).get(group)
+
+    def __setitem__(self, group: str, blob: bytes) -> None:
+        bucket = bucket_of(group)
+        self._bucket(bucket)[group] = blob
+        self._changed.add(bucket)
+
+    def store(self) -> None:
+        for bucket in self._changed:
+            self._map.updateValue((bucket,), (pack_entries(self._buckets[bucket]),))
+        self._changed.clear()
 
 
 class _FlushingUdf(TransformWithStateInPandasUdfUtils):

@@ -12,7 +12,7 @@ from tests.support.job_support import (mixed_timeline, reference_groups, replay_
 from streaming.pipeline import shard_state
 from streaming.job.checkpoint_layout import (LEGACY_STATE_SHARDS, STATE_LAYOUT_FILE, StateLayout,
                                              checkpoint_lineage, state_layout)
-from streaming.pipeline.shard_state import GROUP_MAP, SHARD_VALUE
+from streaming.pipeline.shard_state import BUCKET_MAP, GROUP_MAP, SHARD_VALUE
 from streaming.job.history import read_history
 from streaming.job.lifecycle import Job, OffsetsTopicProgress
 from streaming.job.session import state_partitions
@@ -86,11 +86,16 @@ def test_state_partitions_follow_the_local_cores():
 
 def test_the_state_layout_is_the_checkpoints_own(spark, tmp_path):
     fresh = str(tmp_path / "fresh")
-    assert state_layout(spark, fresh, 16) == StateLayout(16, GROUP_MAP)
+    assert state_layout(spark, fresh, 16) == StateLayout(16, BUCKET_MAP)
     assert json.loads((tmp_path / "fresh" / STATE_LAYOUT_FILE).read_text()) == {
-        "state_shards": 16, "groups": GROUP_MAP}
+        "state_shards": 16, "groups": BUCKET_MAP}
     # recorded: a new default does not move groups
-    assert state_layout(spark, fresh, 8) == StateLayout(16, GROUP_MAP)
+    assert state_layout(spark, fresh, 8) == StateLayout(16, BUCKET_MAP)
+    # A checkpoint that recorded a map of groups, before the buckets, keeps it.
+    (tmp_path / "group-map").mkdir()
+    (tmp_path / "group-map" / STATE_LAYOUT_FILE).write_text(
+        json.dumps({"state_shards": 16, "groups": GROUP_MAP}))
+    assert state_layout(spark, str(tmp_path / "group-map"), 8) == StateLayout(16, GROUP_MAP)
 
     # Group state but no record: written before the record existed, with 64 shards, each a value.
     (tmp_path / "older" / "query" / "state" / "0").mkdir(parents=True)
@@ -110,7 +115,7 @@ def test_the_state_layout_is_the_checkpoints_own(spark, tmp_path):
             state_layout(spark, str(tmp_path / "broken"), 16)
 
 
-@pytest.mark.parametrize("groups", [GROUP_MAP, SHARD_VALUE])
+@pytest.mark.parametrize("groups", [BUCKET_MAP, SHARD_VALUE])
 def test_a_restart_keeps_the_state_layout_the_checkpoint_started_with(spark, tmp_path,
                                                                       monkeypatch, groups):
     """A checkpoint started by a version with another number of shards, or with its groups in

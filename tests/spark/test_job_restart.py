@@ -22,7 +22,10 @@ from streaming.job.history import latest_snapshots, read_history, unique_events
 from streaming.job.history_layout import highest_batch
 from streaming.job.lifecycle import Job, restore_view
 from streaming.exporter.view import MonitorView
+from streaming.job.checkpoint_layout import STATE_LAYOUT_FILE
 from streaming.pipeline import state_stage
+from streaming.pipeline.shard_state import (BUCKET_MAP, GROUP_MAP, STATE_SHARDS, bucket_of,
+                                            unpack_entries)
 from tests.support.job_support import replay_config
 from tests.support.jvm_children import children_of
 from tests.support.paths import ROOT
@@ -185,14 +188,20 @@ def _offsets_in_view(view: MonitorView) -> dict[str, dict[tuple[str, int], int]]
     return {name: view.committed(name) for name in view.groups}
 
 
-@pytest.mark.parametrize("map_after", [state_stage.MAP_AFTER_GROUPS, 0],
-                         ids=["shard-values", "group-maps"])
+@pytest.mark.parametrize("map_after, layout",
+                         [(state_stage.MAP_AFTER_GROUPS, BUCKET_MAP), (0, BUCKET_MAP), (0, GROUP_MAP)],
+                         ids=["shard-values", "bucket-maps", "group-maps"])
 def test_a_restart_serves_each_group_as_the_state_store_left_it(spark, tmp_path, monkeypatch,
-                                                                map_after):
+                                                                map_after, layout):
     """A group that only committed offsets since its last history snapshot comes back with its
     latest offsets, read from the checkpoint's state store, not with the snapshot's: whether
-    its shard keeps its groups in one value or (past MAP_AFTER_GROUPS) in a map."""
+    its shard keeps its groups in one value or (past MAP_AFTER_GROUPS) in a map, of buckets of
+    groups (a new checkpoint's layout) or of groups (what earlier checkpoints recorded)."""
     monkeypatch.setattr(state_stage, "MAP_AFTER_GROUPS", map_after)
+    if layout != BUCKET_MAP:
+        os.makedirs(tmp_path / "checkpoint")
+        (tmp_path / "checkpoint" / STATE_LAYOUT_FILE).write_text(
+            json.dumps({"state_shards": STATE_SHARDS, "groups": layout}))
     capture = str(tmp_path / "capture.jsonl")
     _capture(capture)
     extra = {"GROUPSCOPE_SOURCE__MAX_RECORDS_PER_TRIGGER": "20",
@@ -208,9 +217,15 @@ def test_a_restart_serves_each_group_as_the_state_store_left_it(spark, tmp_path,
     stale = {name: {(o["topic"], int(o["partition"])): int(o["offset"]) for o in snap["offsets"]}
              for name, snap in snapshots.items()}
     assert stale != expected
-    in_maps = {row.group for row in spark.read.format("statestore")
-               .option("path", str(tmp_path / "checkpoint" / "query"))
-               .option("stateVarName", "groups").load().select("user_map_key.group").collect()}
+    reader = spark.read.format("statestore").option("path", str(tmp_path / "checkpoint" / "query"))
+    if layout == GROUP_MAP:
+        in_maps = {row.group for row in reader.option("stateVarName", "groups").load()
+                   .select("user_map_key.group").collect()}
+    else:
+        in_maps = {group for row in reader.option("stateVarName", "buckets").load()
+                   .select("user_map_key.bucket", "user_map_value.blob").collect()
+                   for group in unpack_entries(bytes(row.blob))
+                   if bucket_of(group) == row.bucket}
     assert in_maps >= set(expected) if map_after == 0 else not in_maps
 
     second = Job(replay_config(tmp_path, capture, **extra), spark=spark, start_exporter=False,

@@ -1,16 +1,19 @@
-"""How a shard keeps its groups (streaming.pipeline.shard_state GROUP_MAP): in its value while it
-holds at most `map_after` of them, then in a map, read and written one group at a time. Whatever
-the form, the state stage emits what the single-value layout emits, and a group's state carries
-on across the move."""
+"""How a shard keeps its groups (streaming.pipeline.shard_state GROUP_MAP and BUCKET_MAP): in its
+value while it holds at most `map_after` of them, then in a map, read and written one group (or
+one bucket of groups) at a time. Whatever the form, the state stage emits what the single-value
+layout emits, and a group's state carries on across the move."""
 from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
+import pytest
 
 from coordinator.records import encode
 from streaming.kafka.records import record_batch
 from streaming.pipeline.decode_stage import MONITOR_KEY, decode_partition
-from streaming.pipeline.shard_state import GROUP_MAP, SHARD_VALUE, unpack_entries
+from streaming.pipeline import shard_state
+from streaming.pipeline.shard_state import (BUCKET_MAP, GROUP_MAP, SHARD_VALUE, bucket_of,
+                                            unpack_entries)
 from streaming.pipeline.state_stage import GroupProcessor
 from tests.support.memory_state import MemoryHandle
 from tests.support.state_timeline import offset_commit
@@ -62,9 +65,35 @@ def test_a_shard_moves_to_its_map_past_map_after_and_emits_what_a_value_would():
         unpack_entries(value_handle.state.values[SHARD][0])
 
 
-def test_a_small_shard_keeps_its_value():
+@pytest.mark.parametrize("buckets", [2, 1024])
+def test_a_bucketed_shard_keeps_each_group_in_its_bucket_and_emits_what_a_value_would(
+        monkeypatch, buckets):
+    """Two buckets: groups share them, and a batch rewrites a bucket whose other groups it
+    did not touch without losing them. 1,024 (the layout's own): a bucket a group."""
+    monkeypatch.setattr(shard_state, "BUCKETS_PER_SHARD", buckets)
+    groups = [f"g{i}" for i in range(8)]
+    batches = [_batch([(g, 0, 5 + i) for i, g in enumerate(groups[:2])], 0),
+               _batch([(g, 0, 1) for g in groups[2:6]] + [("g0", 1, 6)], 2),
+               _batch([("g1", 1, 9), ("g6", 0, 4)], 7),
+               _batch([("g7", 2, 3), ("g2", 1, 2)], 9)]
+    values, value_handle = _run(SHARD_VALUE, 2, batches)
+    buckets_out, handle = _run(BUCKET_MAP, 2, batches)
+    assert buckets_out == values
+    assert SHARD not in handle.state.values
+    stored = handle.map.maps[SHARD]
+    assert set(stored) == {(bucket_of(g),) for g in groups}
+    in_buckets = {}
+    for (bucket,), (blob,) in stored.items():
+        entries = unpack_entries(blob)
+        assert {bucket_of(g) for g in entries} == {bucket}
+        in_buckets.update(entries)
+    assert in_buckets == unpack_entries(value_handle.state.values[SHARD][0])
+
+
+@pytest.mark.parametrize("layout", [GROUP_MAP, BUCKET_MAP])
+def test_a_small_shard_keeps_its_value(layout):
     batches = [_batch([("a", 0, 5), ("b", 0, 7)], 0), _batch([("a", 1, 8)], 2)]
-    maps, handle = _run(GROUP_MAP, 2, batches)
+    maps, handle = _run(layout, 2, batches)
     assert set(unpack_entries(handle.state.values[SHARD][0])) == {"a", "b"}
     assert not handle.map.maps.get(SHARD)
     assert maps == _run(SHARD_VALUE, 2, batches)[0]
