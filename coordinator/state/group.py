@@ -12,10 +12,10 @@ baseline, idempotence positions).
 from __future__ import annotations
 
 import copy
-import zlib
 from typing import Any
 
 from coordinator import compact_json, partition_for
+from coordinator.deflate import deflate
 
 CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"
 STABLE, STREAMS_STABLE = 0, 1   # MemberState STABLE of consumer/share groups, and of streams groups
@@ -241,11 +241,11 @@ class GroupState:
 
     def to_bytes(self) -> bytes:
         raw = compact_json.dumps_bytes(self.to_state())
-        return zlib.compress(raw, 1)
+        return deflate.compress(raw, 1)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "GroupState":
-        return cls.from_state(compact_json.loads(zlib.decompress(data)))
+        return cls.from_state(compact_json.loads(deflate.decompress(data)))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, GroupState) and self.to_state() == other.to_state()
