@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `make test`'s test run, in two lanes on the machine's cores:
-# - the main lane: the tests that need Spark or a broker (tests/spark, tests/broker), one pytest
-#   session with one broker and one Spark session; they wait on Kafka and Spark a good part of the
-#   time, which leaves a core idle;
-# - a side lane at lower CPU priority (nice), using that idle core: the tests that need neither
-#   (tests/unit, tests/prometheus, tests/deploy), then the job's end-to-end tests again with
-#   local-mode tuning off (its own session, a Spark session and no broker).
+# - the main lane: the tests that need a broker (tests/broker), one pytest session with one
+#   broker and one Spark session; they wait on Kafka and Spark a good part of the time, which
+#   leaves a core idle;
+# - a side lane at lower CPU priority (nice), using that idle core, each step a session of its
+#   own: the tests that need neither (tests/unit, tests/prometheus, tests/deploy), the tests that
+#   need Spark but no broker (tests/spark, one Spark session), then the job's end-to-end tests
+#   again with local-mode tuning off (a Spark session).
 # The side lane's output is printed once the main lane is done; the run fails if either does.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,21 +19,24 @@ side_log=$(mktemp "${TMPDIR:-/tmp}/groupscope-side-lane.XXXXXX")
 PY="$PY" setsid bash -c '
   nice -n 10 "$PY" -m pytest -q -p no:cacheprovider tests/unit tests/prometheus tests/deploy
   pure=$?
+  echo "== tests that need Spark but no broker"
+  nice -n 10 "$PY" -m pytest -q -p no:cacheprovider tests/spark
+  spark=$?
   echo "== the job'"'"'s end-to-end tests again, without local-mode tuning (spark.local_tuning: off)"
   GROUPSCOPE_SPARK__LOCAL_TUNING=off nice -n 10 "$PY" -m pytest -q -p no:cacheprovider "$@"
   untuned=$?
-  [ "$pure" -eq 0 ] && [ "$untuned" -eq 0 ]
+  [ "$pure" -eq 0 ] && [ "$spark" -eq 0 ] && [ "$untuned" -eq 0 ]
 ' side-lane "${JOB_TESTS[@]}" >"$side_log" 2>&1 </dev/null &
 side=$!
 stop_side() { kill -TERM -- "-$side" 2>/dev/null; rm -f "$side_log"; exit 130; }
 trap stop_side INT TERM
 
-echo "== tests that need Spark or a broker (tests that need neither run beside them; their output follows)"
-"$PY" -m pytest -q tests/spark tests/broker
+echo "== tests that need a broker (the others run beside them; their output follows)"
+"$PY" -m pytest -q tests/broker
 main=$?
 wait "$side"
 side_rc=$?
-echo "== tests that need neither Spark nor a broker, then the job's tests without local-mode tuning"
+echo "== tests that need no broker: neither Spark nor a broker, then Spark, then the job's tests without local-mode tuning"
 cat "$side_log"
 rm -f "$side_log"
 [ "$main" -eq 0 ] && [ "$side_rc" -eq 0 ]
