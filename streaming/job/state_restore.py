@@ -6,9 +6,10 @@ history's snapshots cannot promise that: a group's snapshot is written at most e
 since would come back with an older offset, and stay there until it commits again. The state
 store holds every group's latest state; Spark's state data source (`format("statestore")`) reads
 the query's last committed batch: each shard's value and, for a shard that outgrew its value, its
-map's entries (a group each in GROUP_MAP layout, a bucket of groups in BUCKET_MAP), decoded here. The monitor's counters come back
-with them: how far the log was read decides at once whether the restarted job is caught up, since
-a restart with nothing new to read runs no batch that could decide it.
+map's entries (a group each in GROUP_MAP layout, a bucket of groups in BUCKET_MAP), decoded
+here. The monitor's counters come back with them: how far the log was read decides at once
+whether the restarted job is caught up, since a restart with nothing new to read runs no batch
+that could decide it.
 """
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def committed_state(spark, query_checkpoint: str, layout: str = BUCKET_MAP) -> C
                     .select("user_map_key.group", "user_map_value.blob").collect())
             blobs += [(row.group, row.blob) for row in rows]
         elif layout == BUCKET_MAP:
-            rows = reader.option("stateVarName", "buckets").load().select("user_map_value.blob").collect()
+            rows = (reader.option("stateVarName", "buckets").load()
+                    .select("user_map_value.blob").collect())
             blobs += [entry for row in rows if row.blob is not None
                       for entry in unpack_entries(bytes(row.blob)).items()]
     except Exception as exc:  # a py4j error from Spark, whatever its kind

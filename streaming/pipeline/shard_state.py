@@ -38,8 +38,10 @@ MONITOR_SHARD = -1
 SHARD_VALUE, GROUP_MAP, BUCKET_MAP = "shard-value", "group-map", "bucket-map"
 STATE_LAYOUTS = (SHARD_VALUE, GROUP_MAP, BUCKET_MAP)
 # Buckets of one shard's map in BUCKET_MAP layout, part of what that layout means: a group's
-# bucket never changes, so another count would be another layout. At 10^5 groups over STATE_SHARDS shards a bucket holds about 6 groups;
-# a round trip's cost grows little with its bytes, so even 60 (10^6 groups) stay cheap.
+# bucket never changes, so another count would be another layout. At 10^5 groups over
+# STATE_SHARDS shards a bucket holds about 6 groups: a batch touching 15% of them makes 31% fewer
+# round trips than with an entry per group, and one touching 1% reads and writes 5 neighbours
+# of each group for nothing (benchmarks/state_stage.py: 22% cheaper, and 10-20% dearer).
 BUCKETS_PER_SHARD = 1024
 
 _COUNT = struct.Struct(">I")

@@ -55,10 +55,10 @@ _COLUMNS = [f.name for f in OUTPUT_SCHEMA.fields]
 _CHANGE_EVENTS = frozenset({"rebalance", "member_joined", "member_left", "group_emptied",
                             "group_deleted"})
 _INT_COLUMNS = frozenset({"o_partition", "o_offset", "ts_ms"})
-# In GROUP_MAP and BUCKET_MAP layouts, a shard keeps its groups in its value until they are more than this many,
-# then in its map for good. Rewriting a value costs about 11 us per group it holds, a map entry
-# about 180 us per group touched (a read and a write, each a state-server round trip;
-# benchmarks/state_stage.py): a small shard is cheaper whole, a large one entry by entry.
+# In GROUP_MAP and BUCKET_MAP layouts, a shard keeps its groups in its value until they are more
+# than this many, then in its map for good. Rewriting a value costs about 11 us per group it
+# holds, a map entry about 180 us per entry touched (a read and a write, each a state-server round
+# trip; benchmarks/state_stage.py): a small shard is cheaper whole, a large one entry by entry.
 MAP_AFTER_GROUPS = 1_000
 # Output rows are held back and handed to Spark in frames of up to this many rows: Spark turns
 # every frame a processor yields into its own Arrow batch, which costs about 1.5 ms of CPU here,
