@@ -5,15 +5,16 @@ group-partition at `metrics.granularity: partition`, each repeating its labels),
 kept it between scrapes: about 1 KB a group-partition, the largest share of the driver's memory
 (docs/performance.md). The text is highly repetitive and compresses about 30 to 1 at a fast
 level (coordinator.deflate: ISA-L's, else zlib's), and Prometheus asks for gzip anyway, so each
-large family of it is compressed once when rendered and kept as a gzip member. A gzip scrape sends the members as they are (a gzip
-stream may hold several members back to back, RFC 1952 section 2.2, and Prometheus's reader,
-like curl's and Python's, reads them all); a plain one inflates them a slice at a time.
+large family of it is compressed once when rendered and kept as a gzip member. A gzip scrape
+sends the members as they are (a gzip stream may hold several members back to back, RFC 1952
+section 2.2, and Prometheus's reader, like curl's and Python's, reads them all); a plain one
+inflates them a slice at a time.
 """
 from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from coordinator.deflate import deflate as zlib
+from coordinator.deflate import deflate
 
 LEVEL = 1  # fast (zlib's fastest; ISA-L's second): the text compresses about 30 to 1 even so
 SLICE = 1 << 20  # compressed or inflated a megabyte at a time: no whole copy in memory
@@ -21,7 +22,7 @@ WORTH_IT = 1 << 16  # smaller text is kept as it is
 
 
 def _compressor():
-    return zlib.compressobj(LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return deflate.compressobj(LEVEL, deflate.DEFLATED, 16 + deflate.MAX_WBITS)
 
 
 class GzipMember:
@@ -43,7 +44,7 @@ class GzipMember:
 
     def plain(self) -> Iterator[bytes]:
         """The text again, at most a slice at a time."""
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        inflater = deflate.decompressobj(16 + deflate.MAX_WBITS)
         for first in range(0, len(self.data), SLICE):
             pending = self.data[first:first + SLICE]
             while pending:
