@@ -23,7 +23,12 @@ memory at the end of that load, then groupscope's commit-to-exporter latency, sc
 commits; memory growth per group-partition from `--groups` to `--groups-large` groups. Then, on
 a broker of its own, `--many-groups` x `--many-partitions` (100,000 x 10): the catch-up of
 `--many-commits`, memory, and under `--many-rate` commits/s CPU per minute and latency for
-both (`many_groups_phase`). The broker keeps the whole backlog uncompacted (BENCH_BROKER).
+both (`many_groups_phase`), and a gzip scrape of groupscope; then, with every broker stopped,
+the many-groups targets that need none (benchmarks/_targets.py: a render of as many
+group-partitions from scratch, the state stage's batch of 1,000 touched groups at 2,000 and at
+`--many-groups` held, and memory growth per group-partition from `--many-growth-from` groups),
+and a last table of every target, met or missed. The broker keeps the whole backlog uncompacted
+(BENCH_BROKER).
 
 Needs `apt-get install burrow zookeeper` for Burrow's side and `scripts/install-klag-exporter.sh`
 for klag-exporter's (the benchmark installs nothing; it measures without the one that is missing,
@@ -36,7 +41,7 @@ Usage (from the repository root; a quick run: --commits 200000 --commits-large 4
     python -m benchmarks.burrow [--commits N] [--commits-large N] [--groups N] [--groups-large N]
         [--partitions N] [--rate R] [--steady-seconds S] [--restart-commits N]
         [--many-groups N] [--many-partitions N] [--many-commits N] [--many-rate R]
-        [--kafka-version V] [--settle S]
+        [--no-many-targets] [--many-growth-from N] [--kafka-version V] [--settle S]
 """
 from __future__ import annotations
 
@@ -59,6 +64,8 @@ from pathlib import Path
 from typing import Callable
 
 from benchmarks._process_cpu import tree_cpu_seconds
+from benchmarks._targets import Target, at_most, offline_targets
+from benchmarks._targets import table as targets_table
 from benchmarks.cluster import percentile
 from benchmarks.commit_load import (Connection, add_load_arguments, create_topics, final_offset,
                                     group_name, group_request, preload, steady, topic_of)
@@ -279,6 +286,16 @@ exporter: {{listen: "127.0.0.1:{self.port}"}}
         except (urllib.error.URLError, ConnectionError, OSError, EOFError):
             text = ""
         return text, time.time()
+
+    def gzip_scrape_seconds(self) -> tuple[float, int]:
+        """A whole scrape as Prometheus makes it (gzip): seconds to the response's last byte,
+        and its size on the wire."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/metrics",
+                                         headers={"Accept-Encoding": "gzip"})
+        started = time.perf_counter()
+        with urllib.request.urlopen(request, timeout=120) as response:
+            size = len(response.read())
+        return time.perf_counter() - started, size
 
     def unserved(self, groups: list[int], expected: Expected, partitions: int) -> list[int]:
         served = sampled_offsets(self.scrape_text(committed_only=True)[0],
@@ -656,11 +673,13 @@ def restart_commits(bootstrap: str, last: dict[int, int], requests: int, partiti
         link.close()
 
 
-def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> list[str]:
+def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None",
+                      targets: list[Target]) -> list[str]:
     """`--many-groups` x `--many-partitions` on a broker of their own: launch to served after
-    `--many-commits` preloaded commits, memory settled, then `--many-rate` commits/s for
-    `--steady-seconds` with both running: CPU per minute and commit-to-served latency, timed
-    on a sample of the groups (`sample_groups`) for both systems. Returns the table's rows."""
+    `--many-commits` preloaded commits, memory settled, a gzip scrape of groupscope, then
+    `--many-rate` commits/s for `--steady-seconds` with both running: CPU per minute and
+    commit-to-served latency, timed on a sample of the groups (`sample_groups`) for both
+    systems. Returns the table's rows; the issue's targets go to `targets`."""
     groups, partitions = args.many_groups, args.many_partitions
     rounds = max(1, args.many_commits // (groups * partitions))
     # Its collection of every group must end within one poll interval: at 10^5 groups not one
@@ -704,6 +723,17 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                          {n: r.memory.pss_mb for n, r in results.items()}, ""))
         gs = running[0]
         bw = next((m for m in running if isinstance(m, Burrow)), None)
+        mine, burrows = results[Groupscope.name], results.get(Burrow.name)
+        targets.append(at_most("launch to every group served, s", mine.seconds,
+                               burrows and burrows.seconds, "at most Burrow's",
+                               burrows and burrows.seconds))
+        targets.append(at_most("memory settled, PSS MB", mine.memory.pss_mb,
+                               burrows and burrows.memory.pss_mb, "at most Burrow's",
+                               burrows and burrows.memory.pss_mb))
+        scrape_s, scrape_bytes = gs.gzip_scrape_seconds()
+        print(f"  groupscope: a gzip scrape of every series {scrape_s:.2f}s, "
+              f"{scrape_bytes / 1e6:.1f} MB on the wire")
+        targets.append(at_most("a full gzip scrape, s", scrape_s, 2.0, "under 2 s"))
         load_args = argparse.Namespace(**{**vars(args), "groups": groups,
                                           "partitions": partitions, "rate": args.many_rate})
         watched = sample[::5]
@@ -735,6 +765,15 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None") -> lis
                          cost.cpu_per_minute, "s"))
         rows.append(_row(f"{shape}: steady latency p50", {
             n: percentile(values, .5) for n, values in latencies.items() if values}, "s"))
+        cpu = cost.cpu_per_minute
+        targets.append(at_most(f"steady {cost.rate:,.0f}/s: CPU-s per minute",
+                               cpu.get(Groupscope.name), cpu.get(Burrow.name), "at most Burrow's",
+                               cpu.get(Burrow.name)))
+        for q, limit in ((.5, 10.0), (.99, 20.0)):
+            got = {n: percentile(values, q) if values else None for n, values in latencies.items()}
+            targets.append(at_most(f"steady: commit-to-served latency p{round(q * 100)}, s",
+                                   got["groupscope"], limit, f"under {limit:.0f} s",
+                                   got["burrow"]))
     finally:
         for monitor in running:
             monitor.stop()
@@ -905,6 +944,12 @@ def main() -> None:
                         help="klag-exporter's poll interval in the many-groups phase")
     parser.add_argument("--many-groups-only", action="store_true",
                         help="skip the same-shape phases")
+    parser.add_argument("--many-targets", action=argparse.BooleanOptionalAction, default=True,
+                        help="after the many-groups phase, measure its targets that need no "
+                             "broker (benchmarks.exporter, state_stage, memory)")
+    parser.add_argument("--many-growth-from", type=int, default=20_000,
+                        help="memory growth per group-partition is measured from this many "
+                             "groups to --many-groups (0: not measured)")
     args = parser.parse_args()
     Groupscope.spark_conf = dict(item.split("=", 1) for item in args.spark_conf)
     print(f"CPU probe at start: {cpu_probe()} s")
@@ -920,10 +965,15 @@ def main() -> None:
     args.kafka_version = args.kafka_version or (KAFKA3_VERSION if with_burrow else DEFAULT_VERSION)
     workdir = Path(tempfile.mkdtemp(prefix="groupscope-burrow-"))
     zookeeper = ZooKeeper(workdir) if with_burrow else None
+    targets: list[Target] = []
     try:
         rows = [] if args.many_groups_only else same_shape_phases(args, workdir, zookeeper)
         if args.many_groups:
-            rows += many_groups_phase(args, workdir, zookeeper)
+            rows += many_groups_phase(args, workdir, zookeeper, targets)
+            if args.many_targets:
+                print("targets measured without the broker, one benchmark at a time:")
+                targets += offline_targets(args.many_groups, args.many_partitions,
+                                           args.many_growth_from)
     finally:
         if zookeeper:
             zookeeper.stop()
@@ -932,6 +982,9 @@ def main() -> None:
           f"{'gs/Burrow':>8s}")
     print("\n".join(rows))
     print(f"(Kafka {args.kafka_version}; Burrow's ZooKeeper is not counted)")
+    if targets:
+        print()
+        print(targets_table(targets, f"{args.many_groups:,} groups x {args.many_partitions}"))
     print(f"CPU probe at end: {cpu_probe()} s")
 
 
