@@ -12,6 +12,7 @@ import threading
 from streaming.errors import UserError
 from streaming.cli.commands.signals import spark_outside_the_process_group, stop_on_signals
 from streaming.config import load_fleet
+from streaming.kafka.close_noise import quiet_closes
 
 
 def register(subparsers) -> None:
@@ -50,6 +51,7 @@ def run(args) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("groupscope")
     log.setLevel(logging.INFO)
+    quiet_closes()
     stop = stop_on_signals(threading.Event())  # a stop asked for while Spark starts counts too
     if config.source.type == "simulator" and len(fleet) == 1:
         # A demo source: every start runs the scenarios afresh (its capture file lives here).
