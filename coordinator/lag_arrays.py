@@ -32,6 +32,12 @@ def _take(matrix: np.ndarray, columns: np.ndarray) -> np.ndarray:
     return np.take_along_axis(matrix, columns[:, None], axis=1)[:, 0]
 
 
+def _take_rows(matrix: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """matrix[rows[i], columns[i]] (columns clipped into range: callers mask): `_take` of
+    matrix[rows] without copying those rows whole first."""
+    return matrix[rows, np.clip(columns, 0, matrix.shape[1] - 1)]
+
+
 def _count_below(matrix: np.ndarray, counts: np.ndarray, value: np.ndarray) -> np.ndarray:
     """bisect_left over each row's valid part: how many of its first counts[i] entries are
     below value[i] (rows are sorted)."""
@@ -177,7 +183,7 @@ def add_commits(rows: np.ndarray, offsets: np.ndarray, times: np.ndarray, lags: 
     for pick in rounds(rows):
         r, o, t, lag = rows[pick], offsets[pick], times[pick], lags[pick]
         length = lengths[r]
-        last_t = _take(w_times[r], length - 1)
+        last_t = _take_rows(w_times, r, length - 1)
         has = length > 0
         keep = ~(has & (t < last_t))
         merge = keep & has & (t - last_t < min_distance_s)
@@ -207,9 +213,9 @@ def add_samples(rows: np.ndarray, ends: np.ndarray, observed_s: float, offsets: 
     old samples would lie."""
     c = counts[rows]
     has = c > 0
-    last_o = _take(offsets[rows], c - 1)
-    last_t = _take(times[rows], c - 1)
-    previous_o = _take(offsets[rows], c - 2)
+    last_o = _take_rows(offsets, rows, c - 1)
+    last_t = _take_rows(times, rows, c - 1)
+    previous_o = _take_rows(offsets, rows, c - 2)
     backwards = has & (ends < last_o)
     reject = has & ~backwards & (observed_s <= last_t)
     flat = (has & ~backwards & ~reject & (c >= 2) & (ends == last_o)
