@@ -730,10 +730,14 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None",
         targets.append(at_most("memory settled, PSS MB", mine.memory.pss_mb,
                                burrows and burrows.memory.pss_mb, "at most Burrow's",
                                burrows and burrows.memory.pss_mb))
+        # The job renders what changed since the last scrape before it answers (the end
+        # offsets polled since, here): that render is timed by the render target, this the
+        # scrape as a Prometheus server sees it.
         scrape_s, scrape_bytes = gs.gzip_scrape_seconds()
-        print(f"  groupscope: a gzip scrape of every series {scrape_s:.2f}s, "
-              f"{scrape_bytes / 1e6:.1f} MB on the wire")
-        targets.append(at_most("a full gzip scrape, s", scrape_s, 2.0, "under 2 s"))
+        print(f"  groupscope: a gzip scrape of every series {scrape_s:.2f}s (with the render of "
+              f"what changed since the last), {scrape_bytes / 1e6:.1f} MB on the wire")
+        targets.append(at_most("a full gzip scrape of the running job, s", scrape_s, 2.0,
+                               "under 2 s"))
         load_args = argparse.Namespace(**{**vars(args), "groups": groups,
                                           "partitions": partitions, "rate": args.many_rate})
         watched = sample[::5]

@@ -1,7 +1,7 @@
 """The many-groups targets table (benchmarks/_targets.py) reads other benchmarks' output: these
 lines are as benchmarks.exporter, benchmarks.state_stage and benchmarks.memory print them."""
-from benchmarks._targets import (at_most, full_render_seconds, state_stage_medians, table,
-                                 total_pss_mb)
+from benchmarks._targets import (at_most, full_render_seconds, gzip_scrape_seconds,
+                                 state_stage_medians, table, total_pss_mb)
 
 EXPORTER = """groups=20000 committed partitions=1000000 topic partitions=500000
 refresh (full: state and lag of every group; runs in the poller thread): 6.50 s wall, 6.12 s CPU
@@ -31,3 +31,11 @@ def test_each_target_says_met_missed_or_not_measured():
     assert rows[1].endswith(" met") and "0.22" in rows[1]
     assert rows[2].endswith(" missed") and "21.90" in rows[2]
     assert rows[3].endswith(" not measured")
+
+
+def test_the_exporter_benchmarks_gzip_scrape_is_read_back():
+    out = EXPORTER + (
+        "HTTP scrape (plain): 1.10 s wall, 0.90 s CPU (client included), 250.0 MB on the wire\n"
+        "HTTP scrape (gzip): 0.22 s wall, 0.05 s CPU (client included), 34.2 MB on the wire\n")
+    assert gzip_scrape_seconds(out) == 0.22
+    assert gzip_scrape_seconds(EXPORTER) is None
