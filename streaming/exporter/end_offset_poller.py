@@ -51,8 +51,13 @@ class EndOffsetPoller:
                  settings: PollerSettings | None = None,
                  clock: Callable[[], float] = time.time,
                  on_poll: Callable[[], None] | None = None,
-                 source_topic: str | None = None) -> None:
+                 source_topic: str | None = None,
+                 poll_by: Callable[[], float | None] | None = None) -> None:
         self.view = view
+        # When a poll should start for its render to be done as the next scrape comes (on
+        # `clock`; None: no pace known), e.g. MetricsCache.poll_by: the poll before is moved to
+        # that moment, never later than the interval would have it.
+        self._poll_by = poll_by
         # The job's source topic: its access is checked with the metadata, so that a missing
         # ACL shows in /healthz and a metric even while the stream has nothing to run.
         self._source_topic = source_topic
@@ -236,7 +241,20 @@ class EndOffsetPoller:
         while not self._stop.is_set():
             started = time.monotonic()
             self.poll_once()
-            self._stop.wait(max(0.0, self.settings.interval_s - (time.monotonic() - started)))
+            self._stop.wait(self._wait_s(time.monotonic() - started))
+
+    def _wait_s(self, elapsed_s: float) -> float:
+        """Until the next poll: the interval's rest, or less, to the moment `poll_by` names
+        (or the last moment one interval after another before it)."""
+        interval = self.settings.interval_s
+        wait = max(0.0, interval - elapsed_s)
+        target = self._poll_by() if self._poll_by is not None else None
+        if target is None:
+            return wait
+        ahead = target - self._clock()
+        if ahead < 0:
+            return wait
+        return min(wait, ahead % interval)
 
     def stop(self) -> None:
         self._stop.set()

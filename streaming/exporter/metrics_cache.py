@@ -12,8 +12,9 @@ family's samples together):
 - the topic partitions' end offsets, and the monitor's own figures (at every scrape).
 
 `refresh()` renders the lag part again, and the state of the groups that changed. The end-offset
-poller calls it right after a poll (`refresh_if_read`: when a scrape read the last render), off
-the scrape path. A scrape refreshes first if the view changed since (a commit, a poll, metadata)
+poller calls it right after a poll (`refresh_if_read`: when a scrape read the last render, and
+no other poll comes before the next scrape is due), off the scrape path; it starts that poll
+when `poll_by` says, so the render is done as the scrape comes. A scrape refreshes first if the view changed since (a commit, a poll, metadata)
 or `max_age_s` went by, so the job never needs to call `refresh()` after a batch.
 
 Parts are served as a stream (`exposition`): a family at a time, joined from the parts taken
@@ -25,6 +26,8 @@ about 30 to 1, which a gzip scrape sends as it is.
 from __future__ import annotations
 
 import threading
+import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -40,6 +43,7 @@ from streaming.gc_pause import collector_paused
 from streaming.exporter.view import MonitorView
 
 
+_POLL_S = 1.0  # allowed for an end-offset poll before its render (MetricsCache.poll_by)
 _GROUPS_PER_LOCK = 64  # groups evaluated per hold of the view's lock during a refresh
 
 # A rendered part: one slot per served family (in `MetricsCache.specs` order), b"" where the part
@@ -118,6 +122,12 @@ class MetricsCache:
         self.topic_chunks: FamilyChunks = self._empty
         self._kept: dict = {}  # the lag part's label text, kept until the rows change
         self._read_since_refresh = False
+        # The end-offset poller's interval, when one calls `refresh_if_read` (the job sets it),
+        # and when the last two scrapes read the parts: together they say whether another poll
+        # comes before the next scrape.
+        self.poll_interval_s: float | None = None
+        self._scraped_at: deque[float] = deque(maxlen=2)  # when each asked, before any render
+        self._render_s = 0.0  # how long the last refresh took
         self.refreshed_at: float | None = None
         self.refreshed_version = -1
         self.refreshed_ends_version = -1
@@ -138,6 +148,7 @@ class MetricsCache:
         """Evaluate and render the lag part and the end offsets again, and the state of every
         group that changed (of every group if metadata changed)."""
         view = self.view
+        started = time.monotonic()
         with self._lock:
             with view.lock:
                 now = view.clock()
@@ -191,15 +202,42 @@ class MetricsCache:
             self.refreshed_version, self.refreshed_ends_version = version, ends_version
             self.refreshed_offsets_version = offsets_version
             self.refreshed_groups_version = groups_version
+            self._render_s = time.monotonic() - started
 
     def refresh_if_read(self) -> None:
-        """`refresh()` if the exposition was read since the last refresh: what the end-offset
-        poller calls after each poll. At the default 5 s poll and a 15 s scrape, rendering after
-        every poll rendered three times what was served, and at 10^6 group-partitions each
-        render is a second or more of the driver's time; with no scraper, nothing is rendered."""
+        """`refresh()` if the exposition was read since the last refresh, unless the scrapes'
+        pace says another poll comes before the next scrape: what the end-offset poller calls
+        after each poll. At the default 5 s poll and a 15 s scrape, rendering after every poll
+        rendered three times what was served, and at 10^6 group-partitions each render is
+        seconds of the driver's time; with no scraper, nothing is rendered. Rendering after the
+        first poll that followed a scrape rendered once for nothing and left the scrape to
+        render the later polls itself before it could answer (3.4 s at 10^6,
+        docs/performance.md): the render is for the last poll before the scrape."""
         with self._lock:
-            if self.refreshed_at is None or self._read_since_refresh:
+            if self.refreshed_at is None:
                 self.refresh()
+            elif self._read_since_refresh and not self._a_poll_comes_first():
+                self.refresh()
+
+    def _scrape_due(self) -> float | None:
+        """When the next scrape comes: one interval of the last two after the last."""
+        if len(self._scraped_at) < 2:
+            return None
+        return 2 * self._scraped_at[-1] - self._scraped_at[-2]
+
+    def _a_poll_comes_first(self) -> bool:
+        """Whether another poll comes before the next scrape."""
+        due = self._scrape_due()
+        if self.poll_interval_s is None or due is None:
+            return False
+        return due > self.view.clock() + self.poll_interval_s
+
+    def poll_by(self) -> float | None:
+        """When the poll before the next scrape should start, for its render to be done as
+        the scrape comes (the end-offset poller's `poll_by`): the last render's time before
+        it, and a second for the poll itself."""
+        due = self._scrape_due()
+        return None if due is None else due - self._render_s - _POLL_S
 
     def refresh_if_stale(self) -> None:
         """`refresh()` unless the rendered parts are up to date with every change the view has
@@ -243,6 +281,7 @@ class MetricsCache:
         """This view's rendered parts, up to date with every change it has seen (for
         `pieces`, which joins several views' parts a family at a time: FleetCache)."""
         view = self.view
+        self._scraped_at.append(view.clock())  # as asked: a render here is not the scrapes' pace
         with self._lock:
             self.refresh_if_stale()
             self._read_since_refresh = True

@@ -58,9 +58,13 @@ class AdminJob:
         if self._want_poller:
             cache = self.exporter.cache if self.exporter is not None else self._metrics_cache
             refresh = cache.refresh_if_read if cache is not None else None
+            if cache is not None:
+                cache.poll_interval_s = poller_settings(self.config).interval_s
             self.poller = EndOffsetPoller(self.view, offsets_client_factory(self.config),
                                           poller_settings(self.config), clock=self.view.clock,
-                                          on_poll=refresh).start()
+                                          on_poll=refresh,
+                                          poll_by=cache.poll_by if cache is not None
+                                          else None).start()
         self._thread = threading.Thread(target=self._run, name="groupscope-admin-poll",
                                         daemon=True)
         self._thread.start()

@@ -875,6 +875,39 @@ def test_the_poller_renders_again_only_what_a_scrape_read(clock, monkeypatch):
                  partition="0") == 16
 
 
+def test_the_poller_renders_for_the_last_poll_before_a_scrape(clock, monkeypatch):
+    """Scrapes every 15 s, polls every 5 s: once two scrapes set the pace, the one render a
+    scrape interval is after the last poll before the next scrape, and that scrape renders
+    nothing itself, yet serves the lag of that poll."""
+    view = make_view(clock)
+    view.update_topic_metadata({}, {"orders": 1})
+    view.update_groups([snapshot("g", [member("m", [("orders", 0)])], [("orders", 0, 4, T0 - 30)])])
+    cache = MetricsCache(view, max_age_s=60.0)
+    cache.poll_interval_s = 5.0
+    refreshes = []
+    refresh = MetricsCache.refresh
+    monkeypatch.setattr(MetricsCache, "refresh",
+                        lambda self: (refreshes.append(clock.now), refresh(self))[1])
+    at_scrape = []
+    for scrape in range(4):
+        clock.now = T0 + 15 * scrape
+        before = len(refreshes)
+        served = parse(cache.text())
+        at_scrape.append(len(refreshes) - before)
+        if scrape >= 2:  # the end offset of the poll 2 s before, less the committed 4
+            assert value(served, "kafka_consumergroup_lag", group="g", topic="orders",
+                         partition="0") == 100 * scrape - 2 - 4
+        for poll in (3, 8, 13):
+            clock.now = T0 + 15 * scrape + poll
+            view.update_end_offsets({("orders", 0): 100 * (scrape + 1) + poll - 15}, {},
+                                    clock.now, 0.01)
+            cache.refresh_if_read()
+    # The first scrape renders, the first poll after it too (no pace yet), the second scrape
+    # renders what two polls changed; from the third, each scrape finds its render done.
+    assert at_scrape == [1, 1, 0, 0]
+    assert [round(t - T0) for t in refreshes] == [0, 3, 15, 28, 43, 58]
+
+
 def test_metadata_that_did_not_change_renders_no_group_again(clock, monkeypatch):
     view = make_view(clock)
     view.update_topic_metadata({"AAAAAAAAAAAAAAAAAAAAAQ": "orders"}, {"orders": 3})
