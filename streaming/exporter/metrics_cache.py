@@ -14,8 +14,9 @@ family's samples together):
 `refresh()` renders the lag part again, and the state of the groups that changed. The end-offset
 poller calls it right after a poll (`refresh_if_read`: when a scrape read the last render, and
 no other poll comes before the next scrape is due), off the scrape path; it starts that poll
-when `poll_by` says, so the render is done as the scrape comes. A scrape refreshes first if the view changed since (a commit, a poll, metadata)
-or `max_age_s` went by, so the job never needs to call `refresh()` after a batch.
+when `poll_by` says, so the render is done as the scrape comes (`poller_hooks` wires both). A
+scrape refreshes first if the view changed since (a commit, a poll, metadata) or `max_age_s`
+went by, so the job never needs to call `refresh()` after a batch.
 
 Parts are served as a stream (`exposition`): a family at a time, joined from the parts taken
 under the lock, so that a scrape builds neither the whole text nor its encoded copy (`text()`,
@@ -29,7 +30,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
@@ -122,7 +123,7 @@ class MetricsCache:
         self.topic_chunks: FamilyChunks = self._empty
         self._kept: dict = {}  # the lag part's label text, kept until the rows change
         self._read_since_refresh = False
-        # The end-offset poller's interval, when one calls `refresh_if_read` (the job sets it),
+        # The end-offset poller's interval, when one calls `refresh_if_read` (`poller_hooks`),
         # and when the last two scrapes read the parts: together they say whether another poll
         # comes before the next scrape.
         self.poll_interval_s: float | None = None
@@ -148,8 +149,8 @@ class MetricsCache:
         """Evaluate and render the lag part and the end offsets again, and the state of every
         group that changed (of every group if metadata changed)."""
         view = self.view
-        started = time.monotonic()
         with self._lock:
+            started = time.monotonic()  # the render's own time, not the wait for the lock
             with view.lock:
                 now = view.clock()
                 view.housekeeping(now)
@@ -203,6 +204,12 @@ class MetricsCache:
             self.refreshed_offsets_version = offsets_version
             self.refreshed_groups_version = groups_version
             self._render_s = time.monotonic() - started
+
+    def poller_hooks(self, poll_interval_s: float) -> dict[str, Callable[[], object]]:
+        """The end-offset poller's `on_poll` and `poll_by` for this cache, which it polls for
+        every `poll_interval_s`."""
+        self.poll_interval_s = poll_interval_s
+        return {"on_poll": self.refresh_if_read, "poll_by": self.poll_by}
 
     def refresh_if_read(self) -> None:
         """`refresh()` if the exposition was read since the last refresh, unless the scrapes'

@@ -57,14 +57,11 @@ class AdminJob:
             self.exporter = serve(self.view, exporter_settings(self.config))
         if self._want_poller:
             cache = self.exporter.cache if self.exporter is not None else self._metrics_cache
-            refresh = cache.refresh_if_read if cache is not None else None
-            if cache is not None:
-                cache.poll_interval_s = poller_settings(self.config).interval_s
+            settings = poller_settings(self.config)
             self.poller = EndOffsetPoller(self.view, offsets_client_factory(self.config),
-                                          poller_settings(self.config), clock=self.view.clock,
-                                          on_poll=refresh,
-                                          poll_by=cache.poll_by if cache is not None
-                                          else None).start()
+                                          settings, clock=self.view.clock,
+                                          **(cache.poller_hooks(settings.interval_s)
+                                             if cache is not None else {})).start()
         self._thread = threading.Thread(target=self._run, name="groupscope-admin-poll",
                                         daemon=True)
         self._thread.start()

@@ -386,17 +386,14 @@ class Job:
         if self._want_exporter:
             self.exporter = serve(self.view, exporter_settings(config))
         cache = self.exporter.cache if self.exporter is not None else self._metrics_cache
-        refresh = cache.refresh_if_read if cache is not None else None
         if self._want_poller and self._offsets_client_factory is not None:
-            if cache is not None:
-                cache.poll_interval_s = poller_settings(config).interval_s
-            self.poller = EndOffsetPoller(self.view, self._offsets_client_factory,
-                                          poller_settings(config), clock=self.view.clock,
-                                          on_poll=refresh,
+            settings = poller_settings(config)
+            self.poller = EndOffsetPoller(self.view, self._offsets_client_factory, settings,
+                                          clock=self.view.clock,
                                           source_topic=config.source.topic if log_source
                                           else None,
-                                          poll_by=cache.poll_by if cache is not None
-                                          else None).start()
+                                          **(cache.poller_hooks(settings.interval_s)
+                                             if cache is not None else {})).start()
         # The Admin API shows the cluster's groups: a seed only for a job that reads their log.
         if log_source and config.source.admin_seed and config.source.topic == OFFSETS_TOPIC:
             self.seed = AdminSeed(self.view, admin_groups_factory(config),

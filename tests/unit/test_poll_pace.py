@@ -33,6 +33,9 @@ def test_the_cache_asks_for_the_poll_a_render_and_a_second_before_the_next_scrap
     now = [T0]
     view = MonitorView(ViewSettings(cluster="test"), clock=lambda: now[0])
     cache = MetricsCache(view)
+    hooks = cache.poller_hooks(5.0)
+    assert hooks == {"on_poll": cache.refresh_if_read, "poll_by": cache.poll_by}
+    assert cache.poll_interval_s == 5.0
     assert cache.poll_by() is None  # no scrape yet
     cache.text()
     assert cache.poll_by() is None  # one scrape: no pace yet
