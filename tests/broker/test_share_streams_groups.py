@@ -52,12 +52,13 @@ def _produce(bootstrap: str, topic: str, count: int) -> None:
 
 
 def _ours(job: GroupscopeJob, group: str, group_type: str) -> Side | None:
+    before = job.snapshots().get(group)
     samples = job.scrape()
     info = [dict(l) for l in samples.get("kafka_consumergroup_info", {})
             if ("group", group) in l and ("cluster", CLUSTER) in l]
     snapshot = job.snapshots().get(group)
-    if not info or snapshot is None:
-        return None
+    if not info or snapshot is None or snapshot != before:
+        return None  # not yet, or a micro-batch changed the group while it was scraped: look again
     assert info[0]["group_type"] == group_type and info[0]["protocol_type"] == group_type, info
     members = {m["member_id"]: (m["client_id"], tuple(sorted(tuple(tp) for tp in m["assigned"])),
                                 m["member_epoch"]) for m in snapshot["members"]}
