@@ -177,8 +177,10 @@ def records_by_delivery_count(sp: SharePartition) -> dict[int, int]:
 
 
 def share_lag(sp: SharePartition, end_offset: int | None) -> int | None:
-    """Kafka's share-partition lag (KIP-1226): the partition's end offset minus the start offset
-    minus the records past it whose delivery is complete; None where Kafka reports it unknown."""
+    """Kafka's share-partition lag (KIP-1226): the partition's end offset (the high watermark)
+    minus the start offset minus the records past it whose delivery is complete, never
+    negative (an end offset polled before the group moved on is older than its state); None
+    where Kafka reports it unknown."""
     if end_offset is None or sp.start_offset == UNKNOWN or sp.delivery_complete_count == UNKNOWN:
         return None
-    return end_offset - sp.start_offset - sp.delivery_complete_count
+    return max(0, end_offset - sp.start_offset - sp.delivery_complete_count)

@@ -4,8 +4,9 @@ for KIP-848 assignments, partition counts for unassigned partitions), and hands 
 
 A slow or failed poll never blocks the stream: it runs in its own thread, every request has a
 timeout, and on failure the view keeps the last values (their age is exported). The Kafka client
-(streaming/kafka/offsets.py `OffsetsClient`; only end_offsets, start_offsets, topic_metadata and
-close are used) is injectable, so tests can feed values without a broker.
+(streaming/kafka/offsets.py `OffsetsClient`; only log_end_offsets or else end_offsets,
+start_offsets, topic_metadata and close are used) is injectable, so tests can feed values
+without a broker.
 """
 from __future__ import annotations
 
@@ -156,9 +157,11 @@ class EndOffsetPoller:
 
     def _offsets(self, client: OffsetsClient, wanted: Iterable[TopicPartition]
                  ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
-        """(end, start) offsets of the wanted partitions the last metadata shows."""
+        """(end, start) offsets of the wanted partitions the last metadata shows: the end is
+        the high watermark, where Kafka's tools take lag to, not the last stable offset."""
         existing = self._existing(wanted)
-        return client.end_offsets(existing), client.start_offsets(existing)
+        ends = getattr(client, "log_end_offsets", client.end_offsets)
+        return ends(existing), client.start_offsets(existing)
 
     def _refresh_metadata(self, client: OffsetsClient) -> None:
         self._check_source(client)

@@ -77,7 +77,14 @@ class OffsetsClient(ABC):
 
     @abstractmethod
     def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """Log end offsets (the last stable offset under read_committed)."""
+        """Log end offsets (the last stable offset under read_committed): where the source may
+        read up to."""
+
+    def log_end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """High watermarks, past any open transaction: the log end offset as Kafka's tools
+        show it, which lag is taken to (streaming/kafka/log_ends.py). This default is right
+        for a client reading uncommitted."""
+        return self.end_offsets(partitions)
 
     @abstractmethod
     def topic_metadata(self) -> tuple[Mapping[str, str], Mapping[str, int]]:
@@ -133,9 +140,15 @@ def kafka_topic_id(value: uuid.UUID | str | bytes) -> str:
 
 def offsets_client(options: KafkaSourceOptions, timeout_s: float | None = None) -> OffsetsClient:
     """The client `options.client` names, with the connection settings of `options` (the
-    `kafka.*` passthrough). `timeout_s` bounds each request (None: the client's default)."""
+    `kafka.*` passthrough), answering log end offsets as well (LogEnds). `timeout_s` bounds
+    each request (None: the client's default)."""
+    from streaming.kafka.log_ends import ConfluentLog, KafkaPythonLog, LogEnds
+
     if options.client == "confluent":
-        from streaming.kafka.confluent_client import ConfluentOffsets
-        return ConfluentOffsets(options.confluent_config(), timeout_s)
+        from streaming.kafka.confluent_client import REQUEST_TIMEOUT_S, ConfluentOffsets
+        config = options.confluent_config()
+        return LogEnds(ConfluentOffsets(config, timeout_s),
+                       lambda: ConfluentLog(config, timeout_s or REQUEST_TIMEOUT_S))
     from streaming.kafka.client import KafkaPythonOffsets
-    return KafkaPythonOffsets(options.kafka_python_config(), timeout_s)
+    config = options.kafka_python_config()
+    return LogEnds(KafkaPythonOffsets(config, timeout_s), lambda: KafkaPythonLog(config, timeout_s))

@@ -376,3 +376,53 @@ def test_a_refused_read_keeps_the_estimate_and_is_logged_once(caplog):
     assert gauge(view, "kafka_consumergroup_lag", group="g", topic="a", partition="0") == 9
     assert gauge(view, "kafka_consumergroup_lag_seconds_method", group="g", topic="a",
                  partition="0") != 4
+
+
+def _get_offset_shell(broker, topic: str) -> dict[int, int]:
+    """Kafka's GetOffsetShell: each partition's latest offset, as Kafka's tools print it."""
+    out = broker.run_tool("org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server",
+                          broker.bootstrap, "--topic", topic).stdout
+    return {int(p): int(o) for p, o in (line.rsplit(":", 2)[1:] for line in out.split()
+                                        if line.startswith(f"{topic}:"))}
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent"])
+def test_lag_is_taken_to_the_high_watermark_while_a_transaction_is_open(broker, client):
+    """A transaction left open past 5 plain records: the log end offset served is what
+    GetOffsetShell says (the high watermark, not the last stable offset where the transaction
+    begins), so a group that read the open records (read_uncommitted) has lag 0, not a
+    negative lag shown as 0, and a group behind has its lag to the log's end."""
+    from confluent_kafka import Producer
+
+    topic = f"open-txn-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 2)
+    produce_raw(broker.bootstrap, topic, [(0, None, b"plain", 1_700_000_000_000 + i)
+                                          for i in range(5)])
+    producer = Producer({"bootstrap.servers": broker.bootstrap,
+                         "transactional.id": f"open-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    try:
+        for i in range(20):
+            producer.produce(topic, value=b"open", partition=0)
+        assert producer.flush(30) == 0
+        kafka = _get_offset_shell(broker, topic)
+        assert kafka == {0: 25, 1: 0}
+        view = MonitorView(ViewSettings(cluster="default"))
+        committed_group(view, "uncommitted-reader", {(topic, 0): 25, (topic, 1): 0})
+        committed_group(view, "behind", {(topic, 0): 2})
+        options = KafkaSourceOptions(bootstrap_servers=broker.bootstrap, client=client)
+        poller = EndOffsetPoller(view, lambda: offsets_client(options, timeout_s=10.0))
+        try:
+            assert poller.poll_once()
+            assert {p: view.log_end((topic, p))[0] for p in (0, 1)} == kafka
+            assert gauge(view, "kafka_consumergroup_lag", group="uncommitted-reader",
+                         topic=topic, partition="0") == 0
+            assert view.negative_lag_total == 0
+            assert gauge(view, "kafka_consumergroup_lag", group="behind", topic=topic,
+                         partition="0") == 23
+            assert gauge(view, "kafka_partition_log_end_offset", topic=topic, partition="0") == 25
+        finally:
+            poller.stop()
+    finally:
+        producer.abort_transaction(60)

@@ -141,6 +141,14 @@ def test_lag_unknown_until_initialised() -> None:
     assert share_lag(SharePartition("g", "t", 0, 3, 0, ()), 10) == 7
 
 
+def test_lag_is_never_negative() -> None:
+    """An end offset polled before the group received more records (or the last stable offset
+    of an open transaction the group already has) is below the start offset: lag 0, as Kafka's
+    share-group command shows."""
+    assert share_lag(SharePartition("g", "t", 0, 20, 0, ()), 5) == 0
+    assert share_lag(SharePartition("g", "t", 0, 10, 4, ()), 12) == 0
+
+
 def test_the_sink_applies_a_batch_in_log_order_and_counts_what_it_skips() -> None:
     """ShareStateSink.apply: rows of several partitions in any order, applied per partition in
     offset order; undecodable ones counted by reason; other shards' groups and groups not served
