@@ -21,7 +21,7 @@ import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import yaml
 
@@ -64,28 +64,34 @@ class PrometheusAPI:
         return result if isinstance(result, list) else [{"metric": {}, "value": result}]
 
 
-def _config(target_url: str, rule_files: tuple[Path, ...]) -> dict[str, Any]:
-    url = urllib.parse.urlsplit(target_url)
+def _config(target_urls: Sequence[str], rule_files: tuple[Path, ...]) -> dict[str, Any]:
+    urls = [urllib.parse.urlsplit(u) for u in target_urls]
+    schemes_paths = {(u.scheme or "http", u.path or "/metrics") for u in urls}
+    if len(schemes_paths) != 1:
+        raise LiveCheckError(f"the targets of one scrape job share a scheme and a path: {list(target_urls)}")
+    (scheme, path), = schemes_paths
     return {
         "global": {"scrape_interval": f"{SCRAPE_INTERVAL_S}s", "evaluation_interval": f"{SCRAPE_INTERVAL_S}s"},
         "rule_files": [str(p) for p in rule_files],
         "scrape_configs": [{
-            "job_name": "groupscope", "scheme": url.scheme or "http", "metrics_path": url.path or "/metrics",
-            "static_configs": [{"targets": [url.netloc]}],
+            "job_name": "groupscope", "scheme": scheme, "metrics_path": path,
+            "static_configs": [{"targets": [u.netloc for u in urls]}],
         }],
     }
 
 
 @contextmanager
-def running_prometheus(target_url: str, rule_files: tuple[Path, ...] = RULE_FILES,
+def running_prometheus(target_url: str | Sequence[str], rule_files: tuple[Path, ...] = RULE_FILES,
                        startup_timeout_s: float = 30) -> Iterator[PrometheusAPI]:
-    """A throw-away Prometheus on 127.0.0.1 with its own data directory, stopped on exit."""
+    """A throw-away Prometheus on 127.0.0.1 with its own data directory, stopped on exit,
+    scraping `target_url` (or each of several, as the targets of one job: shards)."""
     binary = prometheus_binary()
     if binary is None:
         raise LiveCheckError("the prometheus binary is not on PATH (Debian package `prometheus`)")
     with tempfile.TemporaryDirectory(prefix="groupscope-prom-") as tmp:
         config = Path(tmp) / "prometheus.yml"
-        config.write_text(yaml.safe_dump(_config(target_url, rule_files)))
+        urls = [target_url] if isinstance(target_url, str) else list(target_url)
+        config.write_text(yaml.safe_dump(_config(urls, rule_files)))
         port = _free_port()
         log = open(Path(tmp) / "prometheus.log", "w")
         proc = subprocess.Popen(
@@ -120,11 +126,12 @@ def _wait_ready(api: PrometheusAPI, proc: subprocess.Popen, timeout_s: float, lo
 
 
 def wait_for_scrapes(api: PrometheusAPI, scrapes: int, timeout_s: float) -> None:
-    """Until the target has been scraped successfully `scrapes` times (so rates have points)."""
+    """Until every target has been scraped successfully `scrapes` times (so rates have points)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        targets = api.get("/api/v1/targets")["data"]["activeTargets"]
         result = api.query('sum_over_time(up{job="groupscope"}[5m])')
-        if result and float(result[0]["value"][1]) >= scrapes:
+        if targets and len(result) == len(targets) and all(float(r["value"][1]) >= scrapes for r in result):
             return
         time.sleep(SCRAPE_INTERVAL_S / 2)
     targets = api.get("/api/v1/targets")["data"]["activeTargets"]

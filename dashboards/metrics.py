@@ -7,6 +7,8 @@ from streaming.exporter.catalog import exported_series
 
 # Labels Prometheus attaches or synthesises; queries may use them without an exporter.
 PROMETHEUS_LABELS = frozenset({"job", "instance", "__name__"})
+# Series Prometheus writes for every target it scrapes (whether the scrape succeeded).
+PROMETHEUS_SERIES = frozenset({"up"})
 
 
 def queryable_labels() -> frozenset[str]:

@@ -8,10 +8,6 @@ the simulator source); nothing else changes. From a shell: `python -m dashboards
 """
 from __future__ import annotations
 
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from dashboards.boards import PROBLEMS_ONLY
@@ -21,7 +17,8 @@ from dashboards.livecheck import (
     wait_for_scrapes,
 )
 from dashboards.queries import all_queries
-from dashboards.sample_metrics import CLUSTER, TROUBLED, render
+from dashboards.sample_metrics import CLUSTER, TROUBLED
+from dashboards.sample_target import SampleTarget
 
 # One job watching two clusters serves both (streaming/job/fleet.py): every panel must show the
 # selected one only.
@@ -30,32 +27,10 @@ pytestmark = pytest.mark.skipif(prometheus_binary() is None,
                                 reason="prometheus not installed (run scripts/ensure-promtool.sh as root)")
 
 
-class _SamplePage(BaseHTTPRequestHandler):
-    started = time.time()
-
-    def do_GET(self) -> None:
-        if self.path != "/metrics":
-            self.send_error(404)
-            return
-        body = render(time.time() - self.started, time.time(), CLUSTERS).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format, *args) -> None:   # one request per second: keep test output clean
-        pass
-
-
 @pytest.fixture(scope="module")
 def metrics_target():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _SamplePage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    server.shutdown()
-    server.server_close()
+    with SampleTarget(CLUSTERS) as target:
+        yield target.url
 
 
 @pytest.fixture(scope="module")
