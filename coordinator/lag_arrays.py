@@ -67,8 +67,10 @@ def _interpolate(o_l, t_l, o_r, t_r, target):
 
 
 def time_lags(offsets: np.ndarray, times: np.ndarray, counts: np.ndarray,
-              committed: np.ndarray, now_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """`coordinator.timelag.time_lag` per row: (seconds, TimeLagMethod as int8)."""
+              committed: np.ndarray, now_s: float, oldest: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """`coordinator.timelag.time_lag` per row: (seconds, TimeLagMethod as int8). `oldest`:
+    when each row's first record still in the log was written (NaN, or None for all: unknown)."""
     n = len(committed)
     last = counts - 1
     last_o, last_t = _take(offsets, last), _take(times, last)
@@ -81,6 +83,8 @@ def time_lags(offsets: np.ndarray, times: np.ndarray, counts: np.ndarray,
         inside = _interpolate(o_l, t_l, o_r, t_r, target)
         beyond = _interpolate(first_o, first_t, last_o, last_t, target)
     extrapolate = (right == 0) & (last_o - first_o > 0)
+    if oldest is not None:
+        extrapolate &= ~(beyond < oldest)  # older than the log itself: only the lower bound
     produced = np.where(right > 0, inside, np.where(extrapolate, beyond, first_t))
     method = np.where(right > 0, int(TimeLagMethod.INTERPOLATED),
                       np.where(extrapolate, int(TimeLagMethod.EXTRAPOLATED),

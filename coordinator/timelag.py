@@ -4,7 +4,10 @@ Kafka does not tell us when a given offset was produced without reading the reco
 partition keeps a small table of (log end offset, observed time) samples taken by the end-offset
 poller. The produce time of the record at offset C is the moment the log end first passed C, i.e.
 reached C + 1; we find it in the table by interpolating between the two samples around it, or by
-extrapolating along the widest trend when C is older than the table.
+extrapolating along the widest trend when C is older than the table. An extrapolation is a
+guess about a time nobody watched: where it puts the record before the partition's first record
+still in the log was written (the log's age, when known), it is wrong, and all that is known is
+the lower bound: the record existed at the first sample (UNKNOWN).
 
 The table is bounded. Two rules keep the samples that carry information:
 - flat-segment compression: while the end offset does not move, only the first and the newest
@@ -41,6 +44,7 @@ class TimeLag(NamedTuple):
 
 
 DEFAULT_TABLE_SIZE = 30
+NO_OLDEST = float("nan")  # the time of a partition's first record, where it is not known
 
 
 class OffsetTimeline:
@@ -118,9 +122,11 @@ class OffsetTimeline:
         o_l, o_r, t_l, t_r = self.offsets[left], self.offsets[right], times[left], times[right]
         return o_l + int((o_r - o_l) * (when_s - t_l) / (t_r - t_l))
 
-    def produce_time(self, committed: int) -> tuple[float, TimeLagMethod] | None:
+    def produce_time(self, committed: int, oldest_s: float = NO_OLDEST
+                     ) -> tuple[float, TimeLagMethod] | None:
         """Estimated time at which the record at offset `committed` was written, or None when the
-        group has consumed everything the table has seen."""
+        group has consumed everything the table has seen. `oldest_s`: when the partition's first
+        record still in the log was written (NaN: unknown); no record is older."""
         offsets, times = self.offsets, self.times
         if not offsets or committed >= offsets[-1]:
             return None
@@ -136,8 +142,10 @@ class OffsetTimeline:
         if span <= 0:
             # Nothing moved while we watched: all we know is the record is older than the table.
             return times[0], TimeLagMethod.UNKNOWN
-        return (_interpolate(offsets[0], times[0], offsets[-1], times[-1], target),
-                TimeLagMethod.EXTRAPOLATED)
+        produced = _interpolate(offsets[0], times[0], offsets[-1], times[-1], target)
+        if produced < oldest_s:
+            return times[0], TimeLagMethod.UNKNOWN  # older than the log itself: not so
+        return produced, TimeLagMethod.EXTRAPOLATED
 
 
 def _interpolate(o_l: int, t_l: float, o_r: int, t_r: float, target: int) -> float:
@@ -152,14 +160,17 @@ def _removal_error(o_l: int, t_l: float, o_m: int, t_m: float, o_r: int, t_r: fl
     return abs(t_m - _interpolate(o_l, t_l, o_r, t_r, o_m))
 
 
-def time_lag(timeline: OffsetTimeline | None, committed: int, now_s: float) -> TimeLag:
-    """Seconds between now and the produce time of the oldest unconsumed record.
+def time_lag(timeline: OffsetTimeline | None, committed: int, now_s: float,
+             oldest_s: float = NO_OLDEST) -> TimeLag:
+    """Seconds between now and the produce time of the oldest unconsumed record, never more
+    than the age of the log's first record (`oldest_s`, when known).
 
-    With fewer than two samples (or a table that never moved) the value is a lower bound: the
-    record existed at the first observation, so it is at least that old."""
+    With fewer than two samples (or a table that never moved, or an extrapolation past the
+    log's first record) the value is a lower bound: the record existed at the first
+    observation, so it is at least that old."""
     if timeline is None or not len(timeline):
         return TimeLag(float("nan"), TimeLagMethod.UNKNOWN)
-    estimate = timeline.produce_time(committed)
+    estimate = timeline.produce_time(committed, oldest_s)
     if estimate is None:
         return TimeLag(0.0, TimeLagMethod.CAUGHT_UP)
     produced_s, method = estimate

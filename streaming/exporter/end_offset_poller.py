@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 from coordinator.timelag import TIME_METHODS
 from streaming.outage_log import OutageLog
 from streaming.gc_pause import collector_paused
+from streaming.exporter.ends_table import tp_key
 from streaming.exporter.view import MonitorView, TopicPartition
 from streaming.kafka.offsets import (NotAuthorized, OffsetsClient, close_quietly,
                                      readable_partitions)
@@ -76,6 +77,7 @@ class EndOffsetPoller:
         self._first: dict[tuple[str, int, int], float] = {}
         self._first_before: dict[tuple[str, int, int], float] = {}
         self._cannot_read: str | None = None  # why first records are not read (logged once)
+        self._first_asked: dict[TopicPartition, int] = {}  # log start when its first time was asked
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -101,6 +103,7 @@ class EndOffsetPoller:
             with collector_paused():  # new samples for every partition, no cycles
                 self.view.update_end_offsets(ends, starts, self._clock(),
                                              time.monotonic() - started)
+            self._first_record_times(client, ends, starts)
             if self.settings.time_method != "estimate":
                 self._read_first_records(client)
             self._outage.answered()
@@ -116,6 +119,27 @@ class EndOffsetPoller:
             except Exception:  # a broken callback must not stop the polling thread
                 log.exception("end-offset poll callback failed")
         return ok
+
+    def _first_record_times(self, client: OffsetsClient, ends: dict[TopicPartition, int],
+                            starts: dict[TopicPartition, int]) -> None:
+        """When each polled partition's first record was written: no time lag on it is
+        longer. Asked again when its log start moves (an empty partition: until it has one)."""
+        ask_times = getattr(client, "first_record_times", None)
+        self._first_asked = {tp: at for tp, at in self._first_asked.items() if tp in ends}
+        ask = [tp for tp, end in ends.items()
+               if tp in starts and end > starts[tp] and self._first_asked.get(tp) != starts[tp]]
+        if ask_times is None or not ask:
+            return
+        try:
+            times = ask_times(ask)
+        except Exception:  # a refinement of the estimates: they stand without it
+            log.debug("first record times not known", exc_info=True)
+            return
+        with self.view.lock:
+            ids = self.view.topics.ids
+            self.view.ends.set_first_times({tp_key(ids[t], p): first_s
+                                            for (t, p), first_s in times.items() if t in ids})
+        self._first_asked.update({tp: starts[tp] for tp in times})
 
     def _read_first_records(self, client: OffsetsClient) -> None:
         """lag.time_method: the first unconsumed record of each lagging partition, read at its

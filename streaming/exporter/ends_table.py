@@ -1,8 +1,9 @@
 """EndsTable: what the end-offset poller knows about each partition's log, held as columns.
 
 One row per polled topic partition: its time-lag table (the log end offset samples of
-`coordinator.timelag.OffsetTimeline`, as a row of two 2-D arrays), its log start offset and when
-it was last observed. A poll updates every row it covers in one pass
+`coordinator.timelag.OffsetTimeline`, as a row of two 2-D arrays), its log start offset, when
+its first record still in the log was written (which bounds every time lag on it) and when it
+was last observed. A poll updates every row it covers in one pass
 (`coordinator.lag_arrays.add_samples`), and the evaluation reads the rows of the partitions it
 needs by fancy indexing: no Python object per partition.
 
@@ -16,6 +17,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from coordinator.lag_arrays import add_samples
+from coordinator.timelag import NO_OLDEST
 
 NO_START = -1
 
@@ -40,6 +42,7 @@ class EndsTable:
         self.times = np.zeros((rows, capacity + 1), dtype=np.float64)
         self.counts = np.zeros(rows, dtype=np.int64)
         self.starts = np.full(rows, NO_START, dtype=np.int64)
+        self.firsts = np.full(rows, NO_OLDEST)  # seconds; NaN: not known
         self.version = 0  # bumped when rows are added or removed (cached key lookups go stale)
         self._sorted: tuple[int, np.ndarray, np.ndarray] | None = None
 
@@ -52,7 +55,8 @@ class EndsTable:
     def _grow(self) -> None:
         size = len(self.counts)
         new = size + max(size // 2, 1024)  # by half: the slack is memory every row pays for
-        for name, fill in (("offsets", 0), ("times", 0.0), ("counts", 0), ("starts", NO_START)):
+        for name, fill in (("offsets", 0), ("times", 0.0), ("counts", 0), ("starts", NO_START),
+                           ("firsts", NO_OLDEST)):
             old = getattr(self, name)
             grown = np.full((new,) + old.shape[1:], fill, dtype=old.dtype)
             grown[:size] = old
@@ -74,6 +78,7 @@ class EndsTable:
                 index[key] = row
                 self.counts[row] = 0
                 self.starts[row] = NO_START
+                self.firsts[row] = NO_OLDEST
                 self.version += 1
             rows.append(row)
         return np.array(rows, dtype=np.int64)
@@ -91,6 +96,15 @@ class EndsTable:
             row = index.get(key)
             if row is not None:
                 self.starts[row] = start
+
+    def set_first_times(self, times: Mapping[int, float]) -> None:
+        """When the first record still in each partition's log was written (seconds), by tp
+        key; keys the table does not hold are left out."""
+        index = self.index
+        for key, first_s in times.items():
+            row = index.get(key)
+            if row is not None:
+                self.firsts[row] = first_s
 
     def forget(self, keys: Iterable[int]) -> None:
         for key in keys:
@@ -137,3 +151,9 @@ class EndsTable:
         if row is None or self.starts[row] == NO_START:
             return None
         return int(self.starts[row])
+
+    def first_time(self, key: int) -> float | None:
+        row = self.index.get(key)
+        if row is None or np.isnan(self.firsts[row]):
+            return None
+        return float(self.firsts[row])

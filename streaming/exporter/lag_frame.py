@@ -72,7 +72,7 @@ def evaluate(view, now: float) -> LagFrame:
         at = np.maximum(end_rows[part], 0)
         o, t, c = ends.offsets[at], ends.times[at], counts[part]
         end[part] = np.take_along_axis(o, np.maximum(c - 1, 0)[:, None], axis=1)[:, 0]
-        seconds[part], method[part] = time_lags(o, t, c, offset[part], now)
+        seconds[part], method[part] = time_lags(o, t, c, offset[part], now, ends.firsts[at])
         then, then_known = offsets_at(o, t, c, np.maximum(now - settings.recent_catch_up_s,
                                                           t[:, 0]))
         recent[part] = then_known & (then <= offset[part])

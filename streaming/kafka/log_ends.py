@@ -6,8 +6,10 @@ it. Lag is another question. Kafka's own tools take it to the high watermark (Ge
 LOG-END-OFFSET of the consumer-group command, the share-group command's lag), and a consumer that
 reads uncommitted, or a share group that already received the open transaction's records, is
 past the last stable offset: against it, its lag would be negative. So `LogEnds` wraps an
-offsets client and adds `log_end_offsets`, the high watermarks, from a read_uncommitted client
-of its own opened on first use.
+offsets client and adds, from a read_uncommitted client of its own opened on first use:
+- `log_end_offsets`: the high watermarks;
+- `first_record_times`: the timestamp of each partition's first record still in the log
+  (ListOffsets for timestamp 0, which DESCRIBE allows): no unconsumed record is older.
 """
 from __future__ import annotations
 
@@ -19,11 +21,14 @@ from streaming.kafka.offsets import OffsetsClient, TopicPartition, close_quietly
 class LogReader(Protocol):
     def high_watermarks(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
 
+    def first_record_times(self, partitions: Sequence[TopicPartition]
+                           ) -> dict[TopicPartition, float]: ...
+
     def close(self) -> None: ...
 
 
 class LogEnds(OffsetsClient):
-    """`client`, plus the log's own end offsets (`open_reader` makes
+    """`client`, plus the log's own end offsets and first record times (`open_reader` makes
     the client that asks for them, on first use: the source's planning never does)."""
 
     def __init__(self, client: OffsetsClient, open_reader) -> None:
@@ -38,6 +43,10 @@ class LogEnds(OffsetsClient):
 
     def log_end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         return self._log().high_watermarks(partitions) if partitions else {}
+
+    def first_record_times(self, partitions: Sequence[TopicPartition]
+                           ) -> dict[TopicPartition, float]:
+        return self._log().first_record_times(partitions) if partitions else {}
 
     # ---- the wrapped client's answers ------------------------------------------------------
 
@@ -88,6 +97,15 @@ class KafkaPythonLog:
         return {(tp.topic, tp.partition): offset for tp, offset in answer.items()
                 if offset is not None}
 
+    def first_record_times(self, partitions: Sequence[TopicPartition]
+                           ) -> dict[TopicPartition, float]:
+        from kafka import TopicPartition as KafkaTopicPartition
+
+        answer = self._consumer.offsets_for_times({KafkaTopicPartition(t, p): 0
+                                                   for t, p in partitions})
+        return {(tp.topic, tp.partition): found.timestamp / 1000.0
+                for tp, found in answer.items() if found is not None and found.timestamp >= 0}
+
     def close(self) -> None:
         self._consumer.close()
 
@@ -114,6 +132,14 @@ class ConfluentLog:
         from confluent_kafka.admin import OffsetSpec
 
         return {tp: info.offset for tp, info in self._list(partitions, OffsetSpec.latest()).items()}
+
+    def first_record_times(self, partitions: Sequence[TopicPartition]
+                           ) -> dict[TopicPartition, float]:
+        from confluent_kafka.admin import OffsetSpec
+
+        return {tp: info.timestamp / 1000.0
+                for tp, info in self._list(partitions, OffsetSpec.for_timestamp(0)).items()
+                if info.offset >= 0 and info.timestamp >= 0}
 
     def close(self) -> None:
         self._admin = None

@@ -86,6 +86,13 @@ class OffsetsClient(ABC):
         for a client reading uncommitted."""
         return self.end_offsets(partitions)
 
+    def first_record_times(self, partitions: Sequence[TopicPartition]
+                           ) -> dict[TopicPartition, float]:
+        """When each partition's first record still in the log was written (seconds): no
+        unconsumed record is older, so no time lag may be longer. Partitions without records
+        are left out; clients that cannot ask leave out all."""
+        return {}
+
     @abstractmethod
     def topic_metadata(self) -> tuple[Mapping[str, str], Mapping[str, int]]:
         """({topic id in Kafka's printed form: topic name}, {topic name: partition count}) of

@@ -124,6 +124,28 @@ def test_slow_poll_never_blocks_the_view():
         poller.stop()
 
 
+def test_first_record_times_are_asked_again_only_when_the_log_start_moves():
+    now = [100.0]
+    view = MonitorView(clock=lambda: now[0])
+    committed_group(view, "g", {("a", 0): 1, ("a", 1): 0})
+    client = FakeClient({("a", 0): 10, ("a", 1): 0}, {("a", 0): 0, ("a", 1): 0}, {"a": 2})
+    asked = []
+    client.first_record_times = lambda tps: asked.append(sorted(tps)) or {tp: now[0] - 50
+                                                                           for tp in tps}
+    poller = EndOffsetPoller(view, lambda: client, clock=lambda: now[0])
+    assert poller.poll_once()
+    now[0] = 105.0
+    assert poller.poll_once()
+    assert asked == [[("a", 0)]]  # a/1 holds no record: nothing to ask
+    client.starts[("a", 0)] = 4  # retention removed the first records: a younger first one
+    now[0] = 110.0
+    assert poller.poll_once()
+    assert asked == [[("a", 0)], [("a", 0)]]
+    with view.lock:
+        key = view._tp(("a", 0))
+        assert view.ends.first_time(key) == 60.0
+
+
 def test_topic_id_in_kafka_form():
     value = "01a200a0-5531-7130-903e-e8feb06ea2f7"
     encoded = kafka_topic_id(value)
@@ -426,3 +448,58 @@ def test_lag_is_taken_to_the_high_watermark_while_a_transaction_is_open(broker, 
             poller.stop()
     finally:
         producer.abort_transaction(60)
+
+
+def _record_times(bootstrap: str, topic: str, offsets: list[int]) -> dict[int, float]:
+    """Kafka's own timestamps (seconds) of partition 0's records at `offsets`."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    tp = TopicPartition(topic, 0)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        found: dict[int, float] = {}
+        deadline = time.monotonic() + 30
+        while len(found) < len(offsets) and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                found.update({r.offset: r.timestamp / 1000.0 for r in records
+                              if r.offset in offsets})
+        return found
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent"])
+def test_time_lag_is_never_older_than_the_log(broker, client):
+    """100 records written at once, then one every 2 s as the poller watches: the slow trend,
+    drawn back to the committed offset, would put its record minutes before the topic existed.
+    The time lag served (and its kafka-lag-exporter name) never exceeds the age of the log's
+    first record; where the trend would, the lower bound is served (method 3: unknown)."""
+    topic = f"young-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 1)
+    produce_raw(broker.bootstrap, topic, [(0, None, b"burst", None) for _ in range(100)])
+    start = time.time()
+    now = [start]
+    view = MonitorView(ViewSettings(cluster="default", compat=("kafka_lag_exporter",)),
+                       clock=lambda: now[0])
+    committed_group(view, "g", {(topic, 0): 10})
+    options = KafkaSourceOptions(bootstrap_servers=broker.bootstrap, client=client)
+    poller = EndOffsetPoller(view, lambda: offsets_client(options, timeout_s=10.0),
+                             clock=lambda: now[0])
+    try:
+        for _ in range(4):  # one record every 2 s of the poller's clock
+            assert poller.poll_once()
+            produce_raw(broker.bootstrap, topic, [(0, None, b"slow", None)])
+            now[0] += 2.0
+        assert poller.poll_once()
+        first, committed = (_record_times(broker.bootstrap, topic, [0, 10])[o] for o in (0, 10))
+        seconds, method = _seconds_and_method(view, "g", topic, 0)
+        assert seconds <= now[0] - first, (seconds, now[0] - first)
+        assert seconds <= now[0] - committed  # a lower bound: never more than the truth
+        assert (seconds, method) == (now[0] - start, 3)
+        assert gauge(view, "kafka_consumergroup_group_lag_seconds", cluster_name="default",
+                     group="g", topic=topic, partition="0", member_host="", consumer_id="",
+                     client_id="") == seconds
+    finally:
+        poller.stop()

@@ -76,10 +76,13 @@ def test_time_lag_and_offset_at_equal_the_scalar_ones(histories, data):
     committed = np.array([data.draw(st.integers(0, 400)) for _ in histories], dtype=np.int64)
     now = 1000.0 + data.draw(st.floats(0, 600))
     when = np.array([data.draw(st.floats(990, 1500)) for _ in histories])
-    seconds, method = la.time_lags(offsets, times, counts, committed, now)
+    # when each log's first record was written: unknown, or anywhere around the samples
+    oldest = np.array([data.draw(st.one_of(st.just(math.nan), st.floats(-2000, 1500)))
+                       for _ in histories])
+    seconds, method = la.time_lags(offsets, times, counts, committed, now, oldest)
     at, known = la.offsets_at(offsets, times, counts, when)
     for i, table in enumerate(tables):
-        expected = time_lag(table, int(committed[i]), now)
+        expected = time_lag(table, int(committed[i]), now, float(oldest[i]))
         if math.isnan(expected.seconds):
             assert math.isnan(seconds[i])
         else:

@@ -85,6 +85,23 @@ def test_extrapolates_along_the_widest_trend_when_older_than_the_table():
     assert seconds == pytest.approx(200.0 - (100.0 - 49.9))
 
 
+def test_an_extrapolation_older_than_the_log_gives_the_lower_bound():
+    """The issue's case: records written fast before the table began, slowly after: the slow
+    trend puts the record long before the log's first record was written. Not so: all that is
+    known is that it existed at the first sample."""
+    table = timeline((1000, 100.0), (1100, 200.0))
+    # extrapolated: offset 201 reached at 100 - 799 * 1.0 = -699, 899 s before now
+    assert time_lag(table, 200, now_s=200.0) == pytest.approx((899.0, TimeLagMethod.EXTRAPOLATED))
+    # the log's first record was written at t=10: no record is older than 190 s
+    assert time_lag(table, 200, now_s=200.0, oldest_s=10.0) == (100.0, TimeLagMethod.UNKNOWN)
+    # an extrapolation within the log's age stands
+    assert time_lag(table, 949, now_s=200.0, oldest_s=10.0) == pytest.approx(
+        (150.0, TimeLagMethod.EXTRAPOLATED))
+    # interpolations are between two observations: the bound never changes them
+    assert time_lag(table, 1049, now_s=200.0, oldest_s=150.0) == pytest.approx(
+        (50.0, TimeLagMethod.INTERPOLATED))
+
+
 def test_too_few_samples_gives_a_lower_bound_flagged_unknown():
     table = timeline((1000, 100.0))
     assert time_lag(table, 10, now_s=130.0) == (30.0, TimeLagMethod.UNKNOWN)
