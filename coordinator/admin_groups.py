@@ -123,6 +123,16 @@ def observe(polled: PolledGroup, before: Seen | None, now_ms: int, previous_ms: 
     return Seen(snapshot, settled), events
 
 
+def resumed(snapshot: Mapping[str, Any]) -> Seen:
+    """What a poll would have left of a group whose snapshot the history kept (a restart):
+    the next poll continues from it, so its generation, members and assignment carry on
+    instead of starting again."""
+    owners = {m["member_id"]: {tuple(tp) for tp in m.get("assigned") or ()}
+              for m in snapshot.get("members") or ()}
+    settles = snapshot.get("group_type") != "classic" or snapshot.get("state") in ("Stable", "Empty")
+    return Seen(dict(snapshot), owners if settles else {})
+
+
 def gone(name: str, before: Seen, now_ms: int,
          sequence: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A group no longer listed: deleted (or expired), as the log's tombstone says."""

@@ -1,8 +1,9 @@
 """`source.type: admin`: groups, members, assignments and committed offsets polled through the
 Kafka Admin API, for clusters whose `__consumer_offsets` this principal may not read (managed
 Kafka). No Spark: a driver thread polls every `source.admin_interval` and feeds the same view,
-end-offset poller and exporter as the log path. What polling cannot know is said in
-coordinator/admin_groups.py.
+end-offset poller and exporter as the log path, and writes the same history
+(streaming/job/poll_history.py), from which a restart restores its counters. What polling
+cannot know is said in coordinator/admin_groups.py.
 
 The same interface as streaming.job.lifecycle.Job (`start`, `wait`, `stop`, `view`, `exporter`).
 """
@@ -20,7 +21,9 @@ from streaming.gc_pause import collector_paused
 from streaming.job.settings import (admin_groups_factory, exporter_settings, poller_settings,
                                     view_settings)
 from streaming.kafka.admin_groups import AdminGroups
+from streaming.job.poll_history import PollHistory
 from streaming.kafka.offsets import close_quietly
+from streaming.kafka.refusals import Refused, refusal_of
 
 log = logging.getLogger("groupscope.admin")
 
@@ -47,12 +50,20 @@ class AdminJob:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure_said: str | None = None
+        # Credentials or TLS refused: polled again seldom, said once (streaming/kafka/refusals.py)
+        self._refused = Refused(log, f"cluster {config.cluster.name}: admin poll",
+                                "keeping the groups as last seen; trying again less and less "
+                                "often")
+        self._history: PollHistory | None = None
+        self._first = 0  # the first poll's number (continues the history's)
+        self._history_failure: str | None = None
 
     def start(self) -> "AdminJob":
         from streaming.exporter.end_offset_poller import EndOffsetPoller
         from streaming.exporter.server import start_exporter as serve
         from streaming.job.settings import offsets_client_factory
 
+        self.open_history()
         if self._want_exporter:
             self.exporter = serve(self.view, exporter_settings(self.config))
         if self._want_poller:
@@ -67,12 +78,21 @@ class AdminJob:
         self._thread.start()
         return self
 
+    def open_history(self) -> None:
+        """The history sink (history.path), and the counters and groups restored from it:
+        the first poll continues where the last run's polls left (start does this)."""
+        if self.config.history.path and self._history is None:
+            self._history = PollHistory(self.config.history)
+            self._first = self._history.first
+            self._seen = self._history.restore(self.view)
+
     def _run(self) -> None:
         interval = self.config.source.admin_interval
         while not self._stop.is_set():
             started = time.monotonic()
             self.poll_once()
-            self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
+            self._stop.wait(max(0.0, interval - (time.monotonic() - started),
+                                self._refused.wait_s()))
 
     def poll_once(self) -> bool:
         started = time.monotonic()
@@ -81,12 +101,18 @@ class AdminJob:
                 self._client = self._client_factory()
             polled = self._client.poll()
         except Exception as exc:  # the next poll tries again, on a new connection
-            if str(exc) != self._failure_said:
+            refusal = refusal_of(exc)
+            if refusal is not None:
+                self._refused.refused(refusal)
+            elif str(exc) != self._failure_said:
                 log.warning("admin poll failed, keeping the groups as last seen: %s", exc)
                 self._failure_said = str(exc)
+            self.view.set_source_refusal("admin", refusal)
             self._drop_client()
             return False
         self._failure_said = None
+        self._refused.answered()
+        self.view.set_source_refusal("admin", None)
         now_ms = int(self.view.clock() * 1000)
         self.polls += 1
         with collector_paused():  # a snapshot and a row per group-partition: see gc_pause
@@ -96,18 +122,27 @@ class AdminJob:
 
     def _apply(self, polled: list, now_ms: int) -> None:
         snapshots, events = [], []
+        sequence = self._first + self.polls
         for group in polled:
             seen, found = observe(group, self._seen.get(group.group), now_ms, self._last_ms,
-                                  self.polls)
+                                  sequence)
             self._seen[group.group] = seen
             snapshots.append(seen.snapshot)
             events.extend(found)
         listed = {g.group for g in polled}
         for name in [n for n in self._seen if n not in listed]:
-            snapshot, found = gone(name, self._seen.pop(name), now_ms, self.polls)
+            snapshot, found = gone(name, self._seen.pop(name), now_ms, sequence)
             snapshots.append(snapshot)
             events.extend(found)
         self._last_ms = now_ms
+        if self._history is not None:
+            try:
+                self._history.write(sequence, snapshots, events)
+                self._history_failure = None
+            except OSError as exc:  # the groups are still served; said once until it changes
+                if str(exc) != self._history_failure:
+                    log.error("history not written to %s: %s", self._history.path, exc)
+                    self._history_failure = str(exc)
         with self.view.lock:
             self.view.update_groups(snapshots)
             self.view.apply_events(events)

@@ -83,7 +83,8 @@ def test_the_admin_source_shows_what_kafkas_admin_client_shows(broker, secured_b
         env = {"GROUPSCOPE_SOURCE__TYPE": "admin", "GROUPSCOPE_CLUSTER__NAME": CLUSTER,
                "GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": secured_broker.sasl_ssl,
                "GROUPSCOPE_SOURCE__KAFKA": json.dumps(_settings(secured_broker, tmp_path)),
-               "GROUPSCOPE_SOURCE__ADMIN_INTERVAL": "0.5s", "GROUPSCOPE_LAG__POLL_INTERVAL": "0.5s"}
+               "GROUPSCOPE_SOURCE__ADMIN_INTERVAL": "0.5s", "GROUPSCOPE_LAG__POLL_INTERVAL": "0.5s",
+               "GROUPSCOPE_HISTORY__PATH": str(tmp_path / "history")}
         job = AdminJob(load_config(None, env=env), start_exporter=False).start()
         served = _Served(job)
         last: list = []
@@ -245,3 +246,54 @@ def test_an_empty_group_is_polled_as_describing_it_shows(broker, monkeypatch):
     assert [(t, p, o) for t, p, o, _, _ in polled[left].offsets] == [
         (topic, p, 1) for p in range(PARTITIONS)]
     assert client.requests >= 2
+
+
+@pytest.mark.timeout(300)
+def test_the_admin_source_writes_the_history(broker, tmp_path, capsys):
+    """source.type admin writes the history the log path writes: a classic member that leaves
+    is in `groupscope history` (the member, and the rebalance it caused, whose start the
+    polls date: admin-poll), and a restarted job's counters go on from the history."""
+    from streaming.cli.main import main
+
+    tag = uuid.uuid4().hex[:8]
+    topic, group = f"adm-hist-data-{tag}", f"adm-hist-{tag}"
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    history = tmp_path / "history"
+    env = {"GROUPSCOPE_SOURCE__TYPE": "admin", "GROUPSCOPE_CLUSTER__NAME": CLUSTER,
+           "GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": broker.bootstrap,
+           "GROUPSCOPE_SOURCE__ADMIN_INTERVAL": "0.5s", "GROUPSCOPE_HISTORY__PATH": str(history)}
+    config = load_config(None, env=env)
+    members = Members(broker, tmp_path)
+    job = AdminJob(config, start_exporter=False, start_poller=False).start()
+    try:
+        def served(count: int) -> bool:
+            record = job.view.groups.get(group)
+            snapshot = record.snapshot if record is not None else None
+            return (snapshot is not None and snapshot["state"] == "Stable"
+                    and len(snapshot["members"]) == count
+                    and all(m["assigned"] for m in snapshot["members"]))
+
+        members.start("h1", group, topic, "classic", "range")
+        members.start("h2", group, topic, "classic", "range")
+        until("two members served", lambda: served(2), timeout_s=90)
+        before = job.view.groups[group].rebalances
+        members.stop("h2", wait=True)
+        until("the member's leave counted", lambda: served(1)
+              and job.view.groups[group].rebalances > before, timeout_s=90)
+        counted = (job.view.groups[group].rebalances, job.view.groups[group].partitions_moved)
+    finally:
+        job.stop()
+    capsys.readouterr()
+    assert main(["history", "--group", group, "--path", str(history)]) == 0
+    out = capsys.readouterr().out
+    assert "start admin-poll" in out and "member left" in out, out
+    assert "state Stable, classic group" in out, out
+    job = AdminJob(config, start_exporter=False, start_poller=False).start()
+    try:
+        until("a poll after the restart", lambda: job.polls >= 2, timeout_s=60)
+        record = job.view.groups[group]
+        assert (record.rebalances, record.partitions_moved) == counted
+        assert record.snapshot["generation"] >= 1  # the counted generation goes on
+    finally:
+        job.stop()
+        members.kill_all()

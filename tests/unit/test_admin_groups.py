@@ -94,3 +94,42 @@ def test_the_admin_job_feeds_the_view_the_exporter_reads():
     assert series[("kafka_consumergroup_members", ("default", "app"))] == 1
     assert job.poll_once()  # the group is no longer listed: deleted
     assert job.view.groups["app"].snapshot["state"] == "Dead"
+
+
+def test_the_admin_job_writes_the_history_and_a_restart_continues_it(tmp_path, capsys):
+    """The admin source writes the history the log path writes: `groupscope history` shows
+    the rebalance it saw (start admin-poll, no duration known) and the member that left; a
+    restart restores the counters and continues the group's generation and the polls'
+    numbering, so no event of the first run is taken for one of the second."""
+    from streaming.cli.main import main
+    from streaming.job.history import read_history, unique_events
+
+    path = str(tmp_path / "history")
+    config = load_config(None, env={"GROUPSCOPE_SOURCE__TYPE": "admin",
+                                    "GROUPSCOPE_HISTORY__PATH": path})
+    client = _Client([[_classic(_member("a", 0, 1), _member("b", 2, 3))],
+                      [_classic(_member("a", 0, 1, 2, 3))]])
+    job = AdminJob(config, start_exporter=False, start_poller=False, client_factory=lambda: client)
+    job.open_history()
+    assert job.poll_once() and job.poll_once()
+    assert main(["history", "--group", "app", "--path", path]) == 0
+    out = capsys.readouterr().out
+    assert "rebalance gen 0 -> 1 (range): -, start admin-poll; joined 0, left 1, moved 2 " \
+           "partitions" in out
+    assert "member left b" in out and "state Stable, classic group" in out
+
+    client = _Client([[_classic(_member("a", 0, 1, 2, 3))],
+                      [_classic(_member("a", 0, 1), _member("c", 2, 3))]])
+    again = AdminJob(config, start_exporter=False, start_poller=False,
+                     client_factory=lambda: client)
+    again.open_history()
+    record = again.view.groups["app"]
+    assert (record.rebalances, record.partitions_moved) == (1, 2)
+    assert again.poll_once()
+    assert record.rebalances == 1 and record.snapshot["generation"] == 1  # nothing new
+    assert again.poll_once()
+    assert record.rebalances == 2 and record.snapshot["generation"] == 2
+    events = unique_events(read_history(path, "events", group="app"))
+    assert [e["event"] for e in events] == ["member_left", "rebalance", "member_joined",
+                                            "rebalance"]
+    assert len({e["offset"] for e in events if e["event"] == "rebalance"}) == 2

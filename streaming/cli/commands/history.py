@@ -46,17 +46,22 @@ def _parts(pairs: list) -> str:
     return ", ".join(f"{t}-{p}" for t, p in pairs) or "-"
 
 
+def _seconds(value: Any) -> str:
+    """A duration, or "-" where it is not known (the admin source sees no rebalance's start)."""
+    return "-" if value is None else f"{value:.3f}s"
+
+
 def describe_event(event: dict[str, Any]) -> str:
     kind = event["event"]
     if kind == "rebalance":
         return (f"rebalance gen {event.get('from_generation')} -> {event.get('to_generation')} "
-                f"({event.get('protocol') or '-'}): {event.get('duration_seconds', 0):.3f}s, "
+                f"({event.get('protocol') or '-'}): {_seconds(event.get('duration_seconds'))}, "
                 f"start {event.get('start_method')}; joined {len(event.get('members_joined') or [])}, "
                 f"left {len(event.get('members_left') or [])}, moved "
                 f"{len(event.get('partitions_moved') or [])} partitions")
     if kind == "rebalance_downtime":
         return (f"downtime {event.get('topic')}-{event.get('partition_id')}: "
-                f"{event.get('downtime_seconds', 0):.3f}s")
+                f"{_seconds(event.get('downtime_seconds'))}")
     if kind in ("member_joined", "member_left"):
         return f"{kind.replace('_', ' ')} {event.get('member_id')}"
     if kind == "offset_deleted":
