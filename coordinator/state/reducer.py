@@ -61,7 +61,7 @@ def _delete_group(state: GroupState, pos: Position, events: list[Event]) -> None
     events.append(pos.event(GROUP_DELETED, state.group, group_type=state.group_type, generation=generation))
 
 
-def _after_death(state: GroupState, family: str | None, ctx: Context) -> GroupState:
+def after_death(state: GroupState, family: str | None, ctx: Context) -> GroupState:
     """The first non-tombstone record for a Dead group finds the group's offsets again, whatever it
     is: the other kind's records of a conversion, new metadata of the same kind, or an offset
     commit; in a compacted `__consumer_offsets` any of them can follow the tombstone. A conversion
@@ -119,7 +119,7 @@ def apply_parts(state: GroupState | None, rtype: int, key: dict[str, Any], value
             return None, []   # tombstone for a key we never saw (compacted away, or never written)
         state = GroupState(group, ctx.num_partitions)
     elif state.dead and value is not None:
-        state = _after_death(state, family, ctx)
+        state = after_death(state, family, ctx)
     pos = Position(partition, offset, timestamp_ms)
     events: list[Event] = []
     state.positions[partition] = offset
@@ -152,7 +152,7 @@ def _apply_offset(state: GroupState | None, key: dict[str, Any], value: dict[str
         if last is not None and offset <= last:
             return state, []
         if state.dead and value is not None:
-            state = _after_death(state, None, ctx)
+            state = after_death(state, None, ctx)
     state.positions[partition] = offset
     state.coordinator_partition = partition
     state.updated_ms = timestamp_ms

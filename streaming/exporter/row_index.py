@@ -39,7 +39,7 @@ class RowIndex:
     def __len__(self) -> int:
         return len(self.keys) - self.holes
 
-    def _positions(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def positions(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where each key is or would go, and whether it is there (holes included)."""
         at = np.searchsorted(self.keys, keys)
         if not len(self.keys):
@@ -48,7 +48,7 @@ class RowIndex:
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """The row of each key; -1 where none."""
-        at, found = self._positions(keys)
+        at, found = self.positions(keys)
         out = np.full(len(keys), -1, dtype=np.int64)
         out[found] = self.rows[at[found]]
         return out
@@ -57,7 +57,7 @@ class RowIndex:
         """Index new `rows` under `keys` (unique, none of them held)."""
         order = np.argsort(keys, kind="stable")
         keys, rows = keys[order], rows[order]
-        at, found = self._positions(keys)
+        at, found = self.positions(keys)
         self.rows[at[found]] = rows[found]  # keys whose group-partition was removed earlier
         self.holes -= int(found.sum())
         fresh = ~found

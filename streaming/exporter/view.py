@@ -18,11 +18,12 @@ import threading
 import time
 from itertools import chain
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 import numpy as np
 
 from coordinator.lag_arrays import NO_LAG, offsets_at
+from coordinator.state.lanes import LaneEntry, offsets_only_view
 from coordinator.state.share_partition import SharePartition
 from coordinator.status import StatusSettings
 from coordinator.timelag import DEFAULT_TABLE_SIZE
@@ -33,6 +34,7 @@ from streaming.exporter.partition_table import Names, PartitionTable
 from streaming.exporter.row_index import RowIndex, compose
 from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, EmptyHistogram, Histogram
 from streaming.exporter.selection import EVERYTHING, Selection
+from streaming.offsets.table import Applied
 
 TopicPartition = tuple[str, int]
 
@@ -202,6 +204,110 @@ class MonitorView:
                     self._unseed(snapshot["group"])
                 self._apply_snapshot(snapshot, now)
             self._flush()
+
+    def apply_offsets(self, applied: Applied, skip: Collection[str] = (),
+                      revived: Mapping[str, list[LaneEntry]] | None = None) -> None:
+        """A micro-batch's commits and deletions from the offsets lane, a column at a time.
+        Groups in `skip` came with a snapshot of the group lane, which lists their offsets;
+        `revived`: every entry of the deleted groups a commit found again."""
+        with self.lock:
+            now = self.clock()
+            tracked = self.settings.groups
+            for name in applied.revived:
+                group = self.groups.get(name)
+                if name in skip or name not in tracked or group is None or group.dead_since_s is None:
+                    continue
+                group.dead_since_s = None
+                group.snapshot = None  # a new group of the same name (reducer.after_death)
+                group.subscribed = None
+                group.owners = {}
+                self.groups_version += 1
+                self.changed_groups.add(name)
+            gids, alive = self._lane_groups(applied.groups, applied.coordinator_partitions,
+                                            applied.updated_ms, skip, now)
+            topics = self._lane_topics(applied.topics)
+            keep = alive & (topics >= 0)
+            rows = [(gids[keep], topics[keep], applied.partitions[keep].astype(np.int64),
+                     applied.offsets[keep], applied.commit_s[keep])]
+            for name, entries in (revived or {}).items():
+                group = self.groups.get(name)
+                if group is None or name in skip or group.dead_since_s is not None:
+                    continue
+                kept = [e for e in entries if e.topic in self.settings.topics]
+                if kept:
+                    rows.append((np.full(len(kept), group.id, dtype=np.int64),
+                                 self._lane_topics([e.topic for e in kept]),
+                                 np.array([e.partition for e in kept], dtype=np.int64),
+                                 np.array([e.entry[0] for e in kept], dtype=np.int64),
+                                 np.array([e.entry[3] / 1000.0 for e in kept])))
+            columns = [np.concatenate(parts) for parts in zip(*rows)]
+            self._flush()
+            committed = len(columns[0]) > 0
+            if committed:
+                self._write_commits(*columns)
+            released = self._release_keys(applied, skip)
+            if committed or released:
+                self.offsets_version += 1
+
+    def _lane_groups(self, names: list[str], partitions: np.ndarray, updated_ms: np.ndarray,
+                     skip: Collection[str], now: float) -> tuple[np.ndarray, np.ndarray]:
+        """Each commit's group id in the view (groups made for the first commit of a group the
+        group lane never showed: offsets only, Empty, as Kafka shows it), and whether its offsets
+        are served (a tracked group, not in `skip`, not deleted)."""
+        ids = np.full(len(names), -1, dtype=np.int64)
+        alive = np.zeros(len(names), dtype=np.bool_)
+        if not names:
+            return ids, alive
+        tracked = self.settings.groups
+        unique, first, inverse = np.unique(np.array(names, dtype=object), return_index=True,
+                                           return_inverse=True)
+        latest = np.zeros(len(unique))
+        np.maximum.at(latest, inverse, updated_ms / 1000.0)
+        by_name = np.full(len(unique), -1, dtype=np.int64)
+        served = np.zeros(len(unique), dtype=np.bool_)
+        for i, name in enumerate(unique.tolist()):
+            if name in skip or name not in tracked:
+                continue
+            if self.seeded and name in self.seeded:
+                self._unseed(name)
+            group = self.groups.get(name)
+            if group is None or group.snapshot is None:
+                group = self._group(name)
+                if group.dead_since_s is None:
+                    group.snapshot = offsets_only_view(name, int(partitions[first[i]]),
+                                                       int(latest[i] * 1000))
+            if group.dead_since_s is not None:
+                continue
+            by_name[i] = group.id
+            served[i] = True
+            group.last_activity_s = max(group.last_activity_s, float(latest[i]))
+        return by_name[inverse], served[inverse]
+
+    def _lane_topics(self, topics: list[str]) -> np.ndarray:
+        """Each topic's id in the view, -1 for a topic topics.include/exclude leave out."""
+        selection = self.settings.topics
+        every = selection.everything
+        unique, inverse = np.unique(np.array(topics, dtype=object), return_inverse=True)
+        ids = np.array([self.topics.id(t) if every or t in selection else -1
+                        for t in unique.tolist()], dtype=np.int64)
+        return ids[inverse] if len(topics) else np.empty(0, dtype=np.int64)
+
+    def _release_keys(self, applied: Applied, skip: Collection[str]) -> bool:
+        """Free the rows of the offsets the batch deleted (groups in `skip` aside)."""
+        keys = []
+        for name, topic, partition in zip(applied.deleted_groups, applied.deleted_topics,
+                                          applied.deleted_partitions.tolist()):
+            group = self.groups.get(name)
+            tid = self.topics.ids.get(topic)
+            if group is not None and tid is not None and name not in skip:
+                keys.append((group.id, tid, partition))
+        if not keys:
+            return False
+        numbers = np.array(keys, dtype=np.int64)
+        at, found = self.index.positions(compose(numbers[:, 0], numbers[:, 1], numbers[:, 2]))
+        rows = self.index.remove_positions(at[found])
+        self.table.release(rows.tolist())
+        return len(rows) > 0
 
     def seed_groups(self, snapshots: Iterable[Mapping[str, Any]]) -> int:
         """Serve groups the log has not shown yet from another look at them (the Admin API's,
@@ -540,9 +646,8 @@ class MonitorView:
             self.offsets_version += 1
 
     def _apply_commits(self, groups: list[GroupRecord]) -> bool:
-        """The gathered commits of `groups`, all at once: rows found or made for them, each
-        commit with its lag when it was made (from the end offsets known at its commit time),
-        and the rows their snapshots no longer list released. Whether anything was committed."""
+        """The gathered commits of `groups`, all at once (`_write_commits`), and the rows their
+        snapshots no longer list released. Whether anything was committed."""
         counts = [len(g.pending_times) for g in groups]
         starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         n = int(starts[-1])
@@ -556,6 +661,17 @@ class MonitorView:
         gids = np.repeat(np.array([g.id for g in groups], dtype=np.int64), counts)
         for g in groups:
             g.pending, g.pending_times, g.snapshot_from = [], [], None
+        keys = self._write_commits(gids, topics, partitions, offsets, times, groups)
+        if snapshots:
+            self._release_unlisted(groups, snapshots, starts, keys)
+        return n > 0
+
+    def _write_commits(self, gids: np.ndarray, topics: np.ndarray, partitions: np.ndarray,
+                       offsets: np.ndarray, times: np.ndarray,
+                       groups: list[GroupRecord] | None = None) -> np.ndarray:
+        """Commits as columns: rows found or made for them, each with its lag when it was made
+        (from the end offsets known at its commit time). Returns their keys."""
+        n = len(gids)
         keys = compose(gids, topics, partitions)
         rows = self.index.lookup(keys)
         missing = np.flatnonzero(rows < 0)
@@ -564,6 +680,9 @@ class MonitorView:
                                                  return_inverse=True)
             made = missing[first]
             new_rows = self.table.reserve(len(new_keys))
+            if groups is None:
+                names = self.group_ids.names
+                groups = [self.groups[names[g]] for g in np.unique(gids[made]).tolist()]
             self.table.fill(new_rows, gids[made].astype(np.int32), topics[made].astype(np.int32),
                             partitions[made].astype(np.int32), tp_key(topics[made],
                                                                       partitions[made]),
@@ -581,9 +700,7 @@ class MonitorView:
                                         times[have])
                 lags[have] = np.where(known, np.maximum(0, end - offsets[have]), NO_LAG)
             self.table.commit(rows, offsets, times, lags, self.settings.status.min_distance_s)
-        if snapshots:
-            self._release_unlisted(groups, snapshots, starts, keys)
-        return n > 0
+        return keys
 
     def _release_unlisted(self, groups: list[GroupRecord], snapshots: list[tuple[int, int]],
                           starts: np.ndarray, keys: np.ndarray) -> None:

@@ -7,7 +7,10 @@ directory); one with group state but no record was written with LEGACY_STATE_SHA
 number before the record existed. How a shard keeps its groups (streaming.pipeline.shard_state
 STATE_LAYOUTS) is the checkpoint's own too: a new one records BUCKET_MAP; one whose record does
 not say was written in SHARD_VALUE layout, the only one before, and keeps it; one that recorded
-GROUP_MAP keeps that.
+GROUP_MAP keeps that. Where committed offsets are kept is recorded as well: a new checkpoint
+keeps them in the offsets lane (OFFSETS_LANE, streaming/offsets/), one whose record does not say
+kept them inside each group's state (OFFSETS_IN_GROUPS) until its first start with the lane,
+which moves them there and records it.
 
 Everything is read and written through Hadoop's file system, so any checkpoint location works.
 """
@@ -27,6 +30,7 @@ _STATE_DIR = "state/0"
 STATE_LAYOUT_FILE = "state-layout.json"
 LINEAGE_FILE = "lineage.json"
 LEGACY_STATE_SHARDS = 64
+OFFSETS_LANE, OFFSETS_IN_GROUPS = "lane", "groups"
 
 
 def hadoop_fs_path(spark, path: str):
@@ -55,6 +59,7 @@ def _write(fs, path, record: dict) -> None:
 class StateLayout:
     shards: int
     groups: str  # one of STATE_LAYOUTS
+    offsets: str = OFFSETS_LANE  # OFFSETS_LANE or OFFSETS_IN_GROUPS
 
 
 def state_layout(spark, checkpoint_path: str, default_shards: int) -> StateLayout:
@@ -69,22 +74,32 @@ def state_layout(spark, checkpoint_path: str, default_shards: int) -> StateLayou
         try:
             record = json.loads(text)
             shards, groups = record["state_shards"], record.get("groups", SHARD_VALUE)
+            offsets = record.get("offsets", OFFSETS_IN_GROUPS)
         except (ValueError, KeyError, TypeError, AttributeError):
-            shards = groups = None
+            shards = groups = offsets = None
         if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
             raise ValueError(f"{root}/{STATE_LAYOUT_FILE} does not say how many state shards "
                              f"the checkpoint has: {text[:80]!r}")
         if groups not in STATE_LAYOUTS:
             raise ValueError(f"{root}/{STATE_LAYOUT_FILE} names no known group state layout: "
                              f"{text[:80]!r}")
-        return StateLayout(shards, groups)
+        if offsets not in (OFFSETS_LANE, OFFSETS_IN_GROUPS):
+            raise ValueError(f"{root}/{STATE_LAYOUT_FILE} names no known place for offsets: "
+                             f"{text[:80]!r}")
+        return StateLayout(shards, groups, offsets)
     state_fs, state = hadoop_fs_path(spark, f"{root}/query/{_STATE_DIR}")
     if state_fs.exists(state):
-        layout = StateLayout(LEGACY_STATE_SHARDS, SHARD_VALUE)
+        layout = StateLayout(LEGACY_STATE_SHARDS, SHARD_VALUE, OFFSETS_IN_GROUPS)
     else:
-        layout = StateLayout(default_shards, BUCKET_MAP)
-    _write(fs, path, {"state_shards": layout.shards, "groups": layout.groups})
+        layout = StateLayout(default_shards, BUCKET_MAP, OFFSETS_LANE)
+    record_layout(spark, checkpoint_path, layout)
     return layout
+
+
+def record_layout(spark, checkpoint_path: str, layout: StateLayout) -> None:
+    fs, path = hadoop_fs_path(spark, f"{checkpoint_path.rstrip('/')}/{STATE_LAYOUT_FILE}")
+    _write(fs, path, {"state_shards": layout.shards, "groups": layout.groups,
+                      "offsets": layout.offsets})
 
 
 def checkpoint_lineage(spark, checkpoint_path: str) -> str:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from coordinator import compact_json, partition_for
+from coordinator.state.group import offset_view
+from coordinator.state.lanes import offsets_only_view
 from streaming.config import Config
 from streaming.job.batch_timing import BatchDurations
 from streaming.job.checkpoint_layout import StateLayout, checkpoint_lineage, state_layout
@@ -34,6 +36,9 @@ from streaming.job.admin_seed import AdminSeed
 from streaming.job.settings import (admin_groups_factory, exporter_settings, offsets_client_factory,
                                     poller_settings, view_settings)
 from streaming.exporter.view import MonitorView
+from streaming.offsets.lane import LaneBatch, OffsetsLane, split_commits
+from streaming.offsets.lookup import LookupServer, driver_host
+from streaming.offsets.restore import MissingLane, restored_lane
 from streaming.job.session import build_spark, local_tuning_applies
 
 log = logging.getLogger("groupscope.job")
@@ -50,10 +55,11 @@ SEED_FIRST_S = 30.0
 _READ_REFUSAL = re.compile(rf"this principal {READ_REFUSED} .*")
 
 
-def build_pipeline(spark, config: Config, layout: StateLayout, source_df=None):
-    """The decoded, stateful stream: rows (group, kind, payload, ts_ms), the groups kept in the
-    checkpoint's state `layout`. `source_df` (rows in Spark's Kafka schema) replaces the
-    configured source."""
+def build_pipeline(spark, config: Config, layout: StateLayout, lane, source_df=None):
+    """The decoded, stateful stream: the group lane's rows (group, kind, payload, ts_ms) and the
+    offsets lane's commits (streaming.pipeline.state_stage.OUTPUT_SCHEMA), the groups kept in
+    the checkpoint's state `layout`; `lane` answers the group lane's look-ups of offsets.
+    `source_df` (rows in Spark's Kafka schema) replaces the configured source."""
     from streaming.pipeline.state_stage import GroupProcessor, stateful_stage
     from streaming.sources import build_source
 
@@ -61,7 +67,7 @@ def build_pipeline(spark, config: Config, layout: StateLayout, source_df=None):
         decoded = build_source(spark, config, decoded=True)
     else:
         decoded = decoded_stream(source_df)
-    return stateful_stage(decoded, GroupProcessor(layout=layout.groups), layout.shards)
+    return stateful_stage(decoded, GroupProcessor(lane, layout=layout.groups), layout.shards)
 
 
 @dataclass
@@ -165,8 +171,9 @@ class BatchSink:
 
     def __init__(self, view: MonitorView, history: HistoryWriter | None,
                  progress: OffsetsTopicProgress, snapshot_interval_s: float,
-                 counted_through: int = -1) -> None:
+                 counted_through: int = -1, lane: OffsetsLane | None = None) -> None:
         self.view = view
+        self.lane = lane or OffsetsLane()
         self.history = history
         # The history is written before Spark commits a batch. A stop or crash in between leaves
         # in it the events of a batch that runs again at the next start, and the view counted
@@ -191,9 +198,11 @@ class BatchSink:
         try:
             # Through Arrow, column by column: cheaper than one Row object per output row.
             table = collect_output(batch_df, self.stopping)
+            commits, rest = split_commits(table)
             with collector_paused():  # a catch-up batch adds 10^5 long-lived objects to the view
-                self.handle_rows(zip(*(table.column(name).to_pylist()
-                                       for name in ("group", "kind", "payload", "ts_ms"))), batch_id)
+                self.handle_rows(zip(*(rest.column(name).to_pylist()
+                                       for name in ("group", "kind", "payload", "ts_ms"))), batch_id,
+                                 commits)
             self.batches += 1
             self.view.set_source_refusal("read", None)  # whatever it read, it may read
         finally:
@@ -220,11 +229,9 @@ class BatchSink:
             pass
         raise QueryStopping(STOPPING_MESSAGE)
 
-    def handle_rows(self, rows, batch_id: int) -> None:
-        # (group, updated_ms, JSON): each is parsed only as the view takes it, so a catch-up
-        # batch of 10^5 groups never holds all their parsed offsets at once. Those short-lived
-        # objects, made all together, left the driver hundreds of MB of freed heap it could
-        # not give back, pinned by the long-lived ones made among them.
+    def handle_rows(self, rows, batch_id: int, commits=None) -> None:
+        """The group lane's rows (group, kind, payload, ts_ms) and the offsets lane's `commits`
+        (streaming.offsets.table.COMMIT_INPUT columns) of micro-batch `batch_id`."""
         snapshots: list[tuple[str, int, str]] = []
         points: list[tuple[str, int, str, str]] = []
         events: list[dict[str, Any]] = []
@@ -240,9 +247,15 @@ class BatchSink:
                 payloads[id(events[-1])] = payload
             elif kind == "monitor" and group == MONITOR_KEY:
                 monitor = compact_json.loads(payload)
+        parsed = [compact_json.loads(payload) for _, _, payload in snapshots]
+        lane = self.lane.apply_batch(commits, parsed, events, batch_id)
+        for event in lane.applied.events:
+            events.append(event)
+            payloads[id(event)] = compact_json.dumps(event)
         events.sort(key=lambda e: (e["timestamp_ms"], e["partition"], e["offset"]))
         if self.history is not None:
-            self._write_history(batch_id, snapshots, points, events, payloads)
+            self._write_history(batch_id, snapshots + self._offsets_snapshots(lane), points,
+                                events, payloads)
         if monitor is not None:
             self._note_progress(monitor)  # before the view's lock: it may ask the broker
         # One batch reaches the view whole: a reader (a scrape, a test) never sees a group's new
@@ -250,10 +263,45 @@ class BatchSink:
         if batch_id <= self.counted_through:
             events = [e for e in events if e["event"] not in HISTORY_EVENTS]
         with self.view.lock:
-            self.view.update_groups(compact_json.loads(payload) for _, _, payload in snapshots)
+            self.view.update_groups(parsed)
             self.view.apply_events(events)
+            self.view.apply_offsets(lane.applied, lane.by_group_lane, lane.revived)
             if monitor is not None:
                 self._apply_monitor(monitor)
+
+    def _offsets_snapshots(self, lane: LaneBatch) -> list[tuple[str, int, str]]:
+        """History snapshots of the groups the batch only committed for, each at most every
+        snapshot interval: the view's state of the group with the offsets lane's entries."""
+        now = time.time()
+        due = []
+        written = self._snapshot_written
+        for name in dict.fromkeys(lane.applied.groups):
+            if name in lane.by_group_lane:
+                continue
+            last = written.get(name)
+            if last is None or now - last >= self.snapshot_interval_s:
+                due.append(name)
+        if not due:
+            return []
+        entries, activity = self.lane.lookup(due)
+        out = []
+        with self.view.lock:
+            for name in due:
+                group = self.view.groups.get(name)
+                known = activity.get(name)
+                revived = name in lane.revived
+                if known is None or (group is not None and group.dead_since_s is not None
+                                     and not revived):
+                    continue  # deleted: its offsets are hidden
+                if group is None or group.snapshot is None or revived:  # offsets only
+                    base = offsets_only_view(name, known.partition, known.last_ts)
+                else:
+                    base = group.snapshot
+                snapshot = dict(base, updated_ms=max(base.get("updated_ms") or 0, known.last_ts))
+                snapshot["offsets"] = [offset_view((e.topic, e.partition), e.entry) for e in
+                                       sorted(entries.get(name, ()), key=lambda e: e[:2])]
+                out.append((name, snapshot["updated_ms"], compact_json.dumps(snapshot)))
+        return out
 
     def restore_monitor(self, counters: Mapping[str, Any]) -> None:
         """The counters the checkpoint's last batch left: the restarted job is ready at once
@@ -347,6 +395,8 @@ class Job:
         self.seed: AdminSeed | None = None
         self._serving = False
         self.share_state = None  # the __share_group_state query (streaming/job/share_state.py)
+        self.lane: OffsetsLane | None = None  # the offsets lane (streaming/offsets/)
+        self._lookup: LookupServer | None = None
         self._offsets_partitions: int | None = None
 
     # -- wiring -------------------------------------------------------------------------------
@@ -421,6 +471,10 @@ class Job:
         history = None
         counted_through = -1
         state = committed_state(self.spark, query_checkpoint, layout.groups)
+        try:
+            self.lane = restored_lane(self.spark, config.checkpoint.path, state, layout)
+        except MissingLane as exc:
+            raise UserError(f"checkpoint.path: {exc}") from None
         if state is not None:
             self.view.update_groups(state.groups)
             log.info("restored %d groups from the checkpoint's state", len(state.groups))
@@ -439,13 +493,20 @@ class Job:
                 counted_through = written - history.batch_base
         progress = OffsetsTopicProgress(self._progress_target,
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
+        if state is not None:
+            everything = self.lane.everything()
+            self.view.apply_offsets(everything.applied)
+            log.info("restored %d committed offsets from the offsets lane",
+                     len(everything.applied.groups))
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval,
-                              counted_through)
+                              counted_through, self.lane)
         if state is not None and state.monitor is not None:
             self.sink.restore_monitor(state.monitor)
         else:
             progress.refresh_target()
-        self._stream = build_pipeline(self.spark, config, layout, self._source_df)
+        self._lookup = LookupServer(self.lane.lookup, driver_host(self.spark))
+        self._stream = build_pipeline(self.spark, config, layout, self._lookup.client(),
+                                      self._source_df)
         self._seed_first()
         query = self._start_query()
         if self._reads_kafka and config.source.share_state and config.source.topic == OFFSETS_TOPIC \
@@ -546,6 +607,9 @@ class Job:
         if self._progress_client is not None:
             self._progress_client.close()
             self._progress_client = None
+        if self._lookup is not None:
+            self._lookup.close()
+            self._lookup = None
 
     def wait(self, stop_event: threading.Event | None = None, keep_running: bool = False) -> None:
         """Block until the query ends (or `stop_event` is set); re-raise a query failure.

@@ -14,7 +14,7 @@ that could decide it.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator import compact_json
@@ -42,6 +42,8 @@ class CommittedState:
 
     groups: list[dict[str, Any]]
     monitor: dict[str, Any] | None
+    # Deleted groups -> the offset of their tombstone (the offsets lane hides their offsets).
+    dead_at: dict[str, int] = field(default_factory=dict)
 
 
 def committed_state(spark, query_checkpoint: str, layout: str = BUCKET_MAP) -> CommittedState | None:
@@ -71,5 +73,18 @@ def committed_state(spark, query_checkpoint: str, layout: str = BUCKET_MAP) -> C
         return None
     monitor = next((compact_json.loads(bytes(blob)) for group, blob in blobs
                     if group == MONITOR_KEY and blob is not None), None)
-    return CommittedState([GroupState.from_bytes(bytes(blob)).to_dict() for group, blob in blobs
-                           if group != MONITOR_KEY and blob is not None], monitor)
+    states = [GroupState.from_bytes(bytes(blob)) for group, blob in blobs
+              if group != MONITOR_KEY and blob is not None]
+    return CommittedState([state.to_dict() for state in states], monitor,
+                          {state.group: state.positions.get(state.coordinator_partition, -1)
+                           for state in states if state.dead})
+
+
+def last_committed_batch(spark, query_checkpoint: str) -> int | None:
+    """The id of the last micro-batch the query at `query_checkpoint` committed; None: none."""
+    fs, commits = hadoop_fs_path(spark, f"{query_checkpoint}/commits")
+    if not fs.exists(commits):
+        return None
+    ids = [int(name) for name in (status.getPath().getName() for status in fs.listStatus(commits))
+           if name.isdigit()]
+    return max(ids, default=None)

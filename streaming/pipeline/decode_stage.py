@@ -4,10 +4,11 @@ tasks, or a mapInArrow after Spark's Kafka source).
 Records are decoded column-wise by `coordinator.batch_decode` (offset commits fully, the other
 types through their canonical dict): that finds each record's group, drops the records that do
 not decode (they are only counted) and the offset commits a later one overrides
-(streaming.pipeline.commit_compaction). What goes on to the state stage is narrow (STAGE_SCHEMA): group,
-position and the record's raw key and value, which the state stage decodes again for the few
-records that reach it. Narrow because Spark's transformWithStateInPandas worker builds a pandas
-frame per state key, at a cost that grows with the number of columns.
+(streaming.pipeline.commit_compaction). What goes on to the state stage (STAGE_SCHEMA) is the
+group and the record's position, then for an offset commit or its tombstone its decoded fields as
+typed columns (the offsets lane: they are never decoded again nor made Python objects), and for
+any other record its raw key and value, which the state stage's reducer decodes (the group lane:
+a few records per rebalance).
 
 Counters travel as extra rows under `MONITOR_KEY` (streaming.pipeline.monitor_rows), so the state stage
 keeps them in Spark's state store next to the groups, where a replayed micro-batch cannot count
@@ -22,8 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from coordinator.batch_decode import decode_batch
-from streaming.pipeline.commit_compaction import superseded_commits_dropped
+from streaming.pipeline.commit_compaction import OFFSET_COMMIT_TYPES, superseded_commits_dropped
 from streaming.pipeline.monitor_rows import COUNT_RECORDS, COUNT_SKIPPED, MONITOR_KEY, PROGRESS
+from streaming.pipeline.commit_columns import COMMIT_COLUMNS
 from streaming.pipeline.stage_schema import STAGE_DDL, STAGE_SCHEMA
 
 
@@ -32,11 +34,16 @@ DECODE_INPUT_COLUMNS = ("key", "value", "partition", "offset", "timestamp")
 
 # The decoded rows inside the stage: what finding groups and compaction need.
 DECODED_SCHEMA = pa.schema([
-    *STAGE_SCHEMA,
+    *[f for f in STAGE_SCHEMA if f.name not in COMMIT_COLUMNS],
     ("type", pa.int16()), ("type_name", pa.string()),
     ("topic", pa.string()), ("partition", pa.int32()), ("topic_id", pa.string()),
     ("is_tombstone", pa.bool_()), ("record_json", pa.string()),
+    ("offset", pa.int64()), ("leader_epoch", pa.int32()), ("metadata", pa.string()),
+    ("commit_timestamp", pa.int64()),
 ])
+# The offsets lane's typed columns, from the decoded ones.
+_COMMIT_SOURCES = dict(zip(COMMIT_COLUMNS, ("topic", "partition", "offset", "leader_epoch", "metadata",
+                                            "commit_timestamp", "topic_id")))
 
 
 def _timestamp_ms(column: pa.Array) -> pa.Array:
@@ -95,8 +102,20 @@ def _concat(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.RecordBatch:
 
 
 def _narrow(decoded: pa.RecordBatch) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([decoded.column(name) for name in STAGE_SCHEMA.names],
-                                      schema=STAGE_SCHEMA)
+    """The stage's rows: an offset commit's typed columns, any other record's raw bytes."""
+    commit = pc.is_in(decoded.column("type"), pa.array(OFFSET_COMMIT_TYPES, pa.int16()))
+    other = pc.invert(commit)
+    columns = []
+    for field in STAGE_SCHEMA:
+        name = field.name
+        if name in ("key", "value"):
+            columns.append(pc.if_else(other, decoded.column(name), pa.scalar(None, field.type)))
+        elif name in _COMMIT_SOURCES:
+            columns.append(pc.if_else(commit, decoded.column(_COMMIT_SOURCES[name]).cast(field.type),
+                                      pa.scalar(None, field.type)))
+        else:
+            columns.append(decoded.column(name))
+    return pa.RecordBatch.from_arrays(columns, schema=STAGE_SCHEMA)
 
 
 # The reasons `groupscope_records_skipped_total` is broken down by; every other decode failure

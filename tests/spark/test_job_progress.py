@@ -10,7 +10,8 @@ import pytest
 from tests.support.job_support import (mixed_timeline, reference_groups, replay_config, replay_to_end,
                          timeline_lines, write_capture)
 from streaming.pipeline import shard_state
-from streaming.job.checkpoint_layout import (LEGACY_STATE_SHARDS, STATE_LAYOUT_FILE, StateLayout,
+from streaming.job.checkpoint_layout import (LEGACY_STATE_SHARDS, OFFSETS_IN_GROUPS, OFFSETS_LANE,
+                                             STATE_LAYOUT_FILE, StateLayout,
                                              checkpoint_lineage, state_layout)
 from streaming.pipeline.shard_state import BUCKET_MAP, GROUP_MAP, SHARD_VALUE
 from streaming.job.history import read_history
@@ -86,29 +87,34 @@ def test_state_partitions_follow_the_local_cores():
 
 def test_the_state_layout_is_the_checkpoints_own(spark, tmp_path):
     fresh = str(tmp_path / "fresh")
-    assert state_layout(spark, fresh, 16) == StateLayout(16, BUCKET_MAP)
+    assert state_layout(spark, fresh, 16) == StateLayout(16, BUCKET_MAP, OFFSETS_LANE)
     assert json.loads((tmp_path / "fresh" / STATE_LAYOUT_FILE).read_text()) == {
-        "state_shards": 16, "groups": BUCKET_MAP}
+        "state_shards": 16, "groups": BUCKET_MAP, "offsets": OFFSETS_LANE}
     # recorded: a new default does not move groups
     assert state_layout(spark, fresh, 8) == StateLayout(16, BUCKET_MAP)
     # A checkpoint that recorded a map of groups, before the buckets, keeps it.
     (tmp_path / "group-map").mkdir()
     (tmp_path / "group-map" / STATE_LAYOUT_FILE).write_text(
         json.dumps({"state_shards": 16, "groups": GROUP_MAP}))
-    assert state_layout(spark, str(tmp_path / "group-map"), 8) == StateLayout(16, GROUP_MAP)
+    assert state_layout(spark, str(tmp_path / "group-map"), 8) == StateLayout(
+        16, GROUP_MAP, OFFSETS_IN_GROUPS)  # and its offsets in its groups' states
 
     # Group state but no record: written before the record existed, with 64 shards, each a value.
     (tmp_path / "older" / "query" / "state" / "0").mkdir(parents=True)
     assert state_layout(spark, str(tmp_path / "older"), 16) == StateLayout(
-        LEGACY_STATE_SHARDS, SHARD_VALUE) == StateLayout(64, SHARD_VALUE)
-    assert state_layout(spark, str(tmp_path / "older"), 16) == StateLayout(64, SHARD_VALUE)
+        LEGACY_STATE_SHARDS, SHARD_VALUE, OFFSETS_IN_GROUPS) == StateLayout(64, SHARD_VALUE,
+                                                                            OFFSETS_IN_GROUPS)
+    assert state_layout(spark, str(tmp_path / "older"), 16) == StateLayout(64, SHARD_VALUE,
+                                                                           OFFSETS_IN_GROUPS)
 
     # A record from before the group layout was recorded: its shards were values.
     (tmp_path / "recorded").mkdir()
     (tmp_path / "recorded" / STATE_LAYOUT_FILE).write_text('{"state_shards": 16}')
-    assert state_layout(spark, str(tmp_path / "recorded"), 8) == StateLayout(16, SHARD_VALUE)
+    assert state_layout(spark, str(tmp_path / "recorded"), 8) == StateLayout(16, SHARD_VALUE,
+                                                                             OFFSETS_IN_GROUPS)
 
-    for broken in ('{"state_shards": "many"}', '{"state_shards": 4, "groups": "heap"}', "[]"):
+    for broken in ('{"state_shards": "many"}', '{"state_shards": 4, "groups": "heap"}', "[]",
+                   '{"state_shards": 4, "offsets": "attic"}'):
         (tmp_path / "broken").mkdir(exist_ok=True)
         (tmp_path / "broken" / STATE_LAYOUT_FILE).write_text(broken)
         with pytest.raises(ValueError, match=STATE_LAYOUT_FILE):

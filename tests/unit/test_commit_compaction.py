@@ -1,24 +1,17 @@
-"""Dropping superseded offset commits in the decode stage changes nothing downstream: the state
-stage emits the same events and snapshots and stores equal group states, whatever the mix of
-record types, replays and micro-batch cuts."""
+"""Dropping superseded offset commits in the decode stage changes nothing downstream: the group
+lane emits the same events and snapshots and stores equal group states, and the offsets lane
+ends with the same offsets, whatever the mix of record types, replays and micro-batch cuts."""
 from __future__ import annotations
 
 import json
 
-import pyarrow as pa
 from hypothesis import given, settings, strategies as st
 
-from coordinator.records import encode
-from coordinator.state import GroupState
-from tests.support.memory_state import MemoryHandle
+from tests.support.lanes import lanes_run, source_batch as _source_batch
 from tests.support.state_timeline import (group_metadata, group_tombstone, member, offset_commit,
                             offset_tombstone)
 from streaming.pipeline.commit_compaction import superseded_commits_dropped
-from streaming.pipeline.decode_stage import (MONITOR_KEY, decode_partition,
-                                    decode_arrow_batch, decoded_rows)
-from streaming.pipeline.state_stage import GroupProcessor
-from streaming.pipeline.shard_state import unpack_entries
-from streaming.kafka.records import record_batch
+from streaming.pipeline.decode_stage import MONITOR_KEY, decoded_rows
 
 GROUPS = ("alpha", "beta")
 TOPICS = ("orders", "payments")
@@ -51,46 +44,26 @@ def _record(step, i: int, ts: int):
     return group_tombstone(group)
 
 
-def _source_batch(entries) -> pa.RecordBatch:
-    keys, values = zip(*(encode(rec) for rec, _, _, _ in entries))
-    return record_batch("__consumer_offsets", [p for _, p, _, _ in entries], list(keys),
-                        list(values), [o for _, _, o, _ in entries],
-                        [t for _, _, _, t in entries])
-
-
 def _run(batches, compact: bool):
-    """The state stage over the decode stage's output; returns its rows and final states."""
-    processor = GroupProcessor()
-    handle = MemoryHandle()
-    processor.init(handle)
-    out = []
-    for source_batches in batches:
-        decoded = []
-        for batch in source_batches:  # one Spark task each
-            # Without compaction: every record decoded, none dropped (the reference).
-            decoded.extend(decode_partition(iter([batch])) if compact
-                           else [decode_arrow_batch(batch)])
-        frame = pa.Table.from_batches(decoded).to_pandas()
-        for name, part in frame.groupby("group", sort=True):
-            if name == MONITOR_KEY:
-                continue
-            handle.state.key = name
-            for result in processor.handleInputRows((name,), iter([part.reset_index(drop=True)]),
-                                                    None):
-                out.extend(result.itertuples(index=False, name=None))
-        for result in processor.flush():  # the end of the batch's task
-            out.extend(result.itertuples(index=False, name=None))
-
-    states = {group: _normal(GroupState.from_bytes(blob).to_state())
-              for value in handle.state.values.values()
-              for group, blob in unpack_entries(value[0]).items()}
-    return out, states
+    """Both lanes over the decode stage's output; their group-lane rows, final group states and
+    offsets."""
+    table, states, events, snapshots = lanes_run(batches, compact)
+    entries, activity = table.to_arrow()
+    offsets = sorted(zip(*(entries.column(n).to_pylist() for n in (
+        "group", "topic", "partition", "offset", "leader_epoch", "metadata", "commit_ts",
+        "topic_id"))))
+    return ((sorted(map(_normal_event, events)), snapshots, offsets),
+            {group: _normal(state.to_state()) for group, state in states.items()})
 
 
 def _normal(state: dict) -> str:
     """to_state() with its map-like lists in a fixed order (dict insertion order is not state)."""
     return json.dumps({k: sorted(v, key=json.dumps) if isinstance(v, list) else v
                        for k, v in state.items()}, sort_keys=True)
+
+
+def _normal_event(event: dict) -> str:
+    return json.dumps(event, sort_keys=True)
 
 
 @settings(max_examples=150, deadline=None)

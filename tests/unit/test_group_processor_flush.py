@@ -7,15 +7,16 @@ import pyarrow as pa
 import streaming.pipeline.state_stage as group_processor
 from coordinator.records import encode
 from tests.support.memory_state import MemoryHandle
-from tests.support.state_timeline import offset_commit
+from streaming.offsets.lane import OffsetsLane
+from tests.support.state_timeline import group_metadata
 from streaming.pipeline.decode_stage import MONITOR_KEY, decode_partition
 from streaming.pipeline.state_stage import GroupProcessor
 from streaming.kafka.records import record_batch
 
 
 def _stage_rows(groups: int) -> dict[str, object]:
-    """The decode stage's output for one commit by each of `groups` groups, per group."""
-    records = [offset_commit(f"g{g:03d}", "orders", 0, 10 + g, 1_000 + g) for g in range(groups)]
+    """The decode stage's output for one group record by each of `groups` groups, per group."""
+    records = [group_metadata(f"g{g:03d}", 1, []) for g in range(groups)]
     keys, values = zip(*(encode(r) for r in records))
     batch = record_batch("__consumer_offsets", 0, list(keys), list(values),
                          list(range(groups)), [1_000 + g for g in range(groups)])
@@ -26,7 +27,7 @@ def _stage_rows(groups: int) -> dict[str, object]:
 
 def test_rows_leave_in_frames_of_flush_rows_and_the_rest_at_the_final_flush(monkeypatch):
     monkeypatch.setattr(group_processor, "FLUSH_ROWS", 4)
-    processor = GroupProcessor()
+    processor = GroupProcessor(OffsetsLane())
     handle = MemoryHandle()
     processor.init(handle)
     frames_after_key = []

@@ -16,14 +16,16 @@ from streaming.pipeline.shard_state import (BUCKET_MAP, GROUP_MAP, SHARD_VALUE, 
                                             unpack_entries)
 from streaming.pipeline.state_stage import GroupProcessor
 from tests.support.memory_state import MemoryHandle
-from tests.support.state_timeline import offset_commit
+from streaming.offsets.lane import OffsetsLane
+from tests.support.state_timeline import group_metadata
 
 SHARD = 3
 
 
 def _batch(commits: list[tuple[str, int, int]], first_offset: int) -> pd.DataFrame:
-    """The decode stage's rows for offset commits (group, partition of `orders`, offset)."""
-    records = [offset_commit(group, "orders", partition, offset, 1_000 + offset)
+    """The decode stage's rows for group records (group, its generation's parity, generation):
+    commits alone would never reach a group's state (the offsets lane keeps them)."""
+    records = [group_metadata(group, offset, [], protocol_type="consumer" if partition % 2 else "connect")
                for group, partition, offset in commits]
     keys, values = zip(*(encode(r) for r in records))
     offsets = list(range(first_offset, first_offset + len(records)))
@@ -35,7 +37,7 @@ def _batch(commits: list[tuple[str, int, int]], first_offset: int) -> pd.DataFra
 
 def _run(layout: str, map_after: int, batches: list[pd.DataFrame]):
     """Every batch through one shard key; (rows out per batch, the handle)."""
-    processor = GroupProcessor(layout=layout)
+    processor = GroupProcessor(OffsetsLane(), layout=layout)
     processor.map_after = map_after
     handle = MemoryHandle()
     processor.init(handle)
@@ -50,7 +52,7 @@ def _run(layout: str, map_after: int, batches: list[pd.DataFrame]):
 
 
 def test_a_shard_moves_to_its_map_past_map_after_and_emits_what_a_value_would():
-    # A group's later commits go to other partitions: its snapshot shows what it had before.
+    # Each group record moves its group on: its snapshot shows what it had before.
     batches = [_batch([("a", 0, 5), ("b", 0, 7)], 0),            # two groups: still a value
                _batch([("c", 0, 1), ("a", 1, 6)], 2),            # three: the shard moves
                _batch([("b", 1, 9), ("d", 0, 4)], 4)]            # read from and added to the map

@@ -1,0 +1,95 @@
+"""The view takes the offsets lane's changes a column at a time: commits of groups the group lane
+did not show this batch, their deletions, offsets-only groups made as Kafka shows them, deleted
+groups kept hidden until a commit finds them again."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from coordinator.state.lanes import offsets_only_view
+from streaming.exporter.view import MonitorView
+from streaming.offsets.lane import OffsetsLane
+from streaming.offsets.table import COMMIT_INPUT
+
+T0 = 1_763_000_000_000
+
+
+def _commits(rows: list[tuple]) -> pa.Table:
+    """(group, o_offset, topic, partition, offset or None) rows of __consumer_offsets partition 4."""
+    columns = {name: [] for name in COMMIT_INPUT}
+    for group, o_offset, topic, partition, offset in rows:
+        for name, value in zip(COMMIT_INPUT, (group, T0 + o_offset, 4, o_offset, topic, partition,
+                                               offset, 0, "", T0 + o_offset, None)):
+            columns[name].append(value)
+    types = [pa.string(), pa.int64(), pa.int32(), pa.int64(), pa.string(), pa.int32(), pa.int64(),
+             pa.int32(), pa.string(), pa.int64(), pa.string()]
+    return pa.table({name: pa.array(columns[name], t) for name, t in zip(COMMIT_INPUT, types)})
+
+
+def _batch(lane: OffsetsLane, view: MonitorView, rows, snapshots=(), events=()) -> list[dict]:
+    batch = lane.apply_batch(_commits(rows), list(snapshots), list(events))
+    view.update_groups(list(snapshots))
+    view.apply_events(list(events) + batch.applied.events)
+    view.apply_offsets(batch.applied, batch.by_group_lane, batch.revived)
+    return batch.applied.events
+
+
+def test_an_offsets_only_group_is_served_as_kafka_shows_it():
+    lane, view = OffsetsLane(), MonitorView()
+    _batch(lane, view, [("solo", 0, "orders", 0, 10), ("solo", 1, "orders", 1, 20),
+                        ("solo", 2, "orders", 0, 11)])
+    assert view.committed("solo") == {("orders", 0): 11, ("orders", 1): 20}
+    expected = offsets_only_view("solo", 4, T0 + 2)
+    served = view.groups["solo"].snapshot
+    assert {k: served[k] for k in ("state", "group_type", "generation", "members")} == \
+        {k: expected[k] for k in ("state", "group_type", "generation", "members")} == \
+        {"state": "Empty", "group_type": "classic", "generation": 0, "members": []}
+    assert view.groups["solo"].last_activity_s == (T0 + 2) / 1000.0
+    events = _batch(lane, view, [("solo", 3, "orders", 1, None), ("solo", 4, "orders", 7, None)])
+    assert view.committed("solo") == {("orders", 0): 11}
+    # Only the tombstone of an offset the group held deletes anything.
+    assert [(e["event"], e["partition_id"]) for e in events] == [("offset_deleted", 1)]
+    # A replayed batch changes nothing and says nothing again.
+    assert _batch(lane, view, [("solo", 3, "orders", 1, None), ("solo", 2, "orders", 0, 11)]) == []
+    assert view.committed("solo") == {("orders", 0): 11}
+
+
+def test_a_deleted_group_stays_hidden_until_a_commit_finds_it_again():
+    lane, view = OffsetsLane(), MonitorView()
+    _batch(lane, view, [("g", 0, "orders", 0, 10), ("g", 1, "orders", 1, 20)])
+    dead = dict(offsets_only_view("g", 4, T0 + 2), state="Dead")
+    deleted = {"event": "group_deleted", "group": "g", "timestamp_ms": T0 + 2, "partition": 4,
+               "offset": 2, "group_type": "classic", "generation": 0}
+    _batch(lane, view, [], snapshots=[dead], events=[deleted])
+    assert view.committed("g") == {}
+    assert view.groups["g"].dead_since_s is not None
+    # A tombstone of a deleted group's offset deletes nothing visible: no event, still hidden.
+    assert _batch(lane, view, [("g", 3, "orders", 1, None)]) == []
+    assert view.committed("g") == {} and view.groups["g"].dead_since_s is not None
+    # A commit finds it again, with the offsets it kept (orders-1 was deleted meanwhile).
+    _batch(lane, view, [("g", 4, "payments", 0, 5)])
+    assert view.groups["g"].dead_since_s is None
+    assert view.committed("g") == {("orders", 0): 10, ("payments", 0): 5}
+    assert view.groups["g"].snapshot["state"] == "Empty"
+
+
+def test_groups_the_group_lane_showed_take_their_offsets_from_its_snapshot():
+    lane, view = OffsetsLane(), MonitorView()
+    snapshot = dict(offsets_only_view("busy", 4, T0 + 1), offsets=[
+        {"topic": "orders", "partition": 0, "offset": 10, "leader_epoch": None, "metadata": "",
+         "commit_timestamp_ms": T0, "topic_id": None}])
+    _batch(lane, view, [("busy", 0, "orders", 0, 10), ("other", 1, "orders", 0, 3)],
+           snapshots=[snapshot])
+    assert view.committed("busy") == {("orders", 0): 10}
+    assert view.committed("other") == {("orders", 0): 3}
+
+
+def test_a_seeded_group_is_replaced_by_the_log():
+    lane, view = OffsetsLane(), MonitorView()
+    seeded = dict(offsets_only_view("s", 4, T0), offsets=[
+        {"topic": "orders", "partition": 5, "offset": 99, "leader_epoch": None, "metadata": "",
+         "commit_timestamp_ms": T0, "topic_id": None}])
+    view.seed_groups([seeded])
+    assert view.committed("s") == {("orders", 5): 99}
+    _batch(lane, view, [("s", 0, "orders", 0, 10)])
+    assert "s" not in view.seeded
+    assert view.committed("s") == {("orders", 0): 10}
