@@ -18,6 +18,7 @@ from kafka.protocol.consumer import OffsetFetchRequest
 
 from coordinator.admin_groups import PolledGroup, PolledMember
 from streaming.gc_pause import collector_paused
+from streaming.kafka.kafka_python_net import admin, close
 
 log = logging.getLogger("groupscope.admin")
 CLASSIC_TYPES = ("classic",)
@@ -36,10 +37,10 @@ class AdminGroups:
     """One admin connection; `poll()` describes every consumer group and its offsets."""
 
     def __init__(self, config: dict, timeout_s: float | None = None) -> None:
-        settings = {k: v for k, v in config.items() if k in KafkaAdminClient.DEFAULT_CONFIG}
+        settings = dict(config)
         if timeout_s is not None:
             settings["request_timeout_ms"] = int(timeout_s * 1000)
-        self._admin = KafkaAdminClient(**settings)
+        self._admin: KafkaAdminClient = admin(**settings)
         self.requests = 0  # sent since the client was made: the poll's cost
 
     @collector_paused()  # 10^5 groups' answers are millions of objects, no cycles: gc_pause
@@ -175,7 +176,7 @@ class AdminGroups:
         return groups
 
     def close(self) -> None:
-        self._admin.close()
+        close(self._admin)
 
 
 def _empty_classic(group_id: str, protocol_type: str, offsets) -> PolledGroup:

@@ -11,6 +11,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import OffsetOutOfRangeError, TopicAuthorizationFailedError
 
 from streaming.kafka.batches import concat_columns, use_columnar_records
+from streaming.kafka.kafka_python_net import admin, close, consumer
 from streaming.kafka.offset_ranges import OffsetRange
 from streaming.kafka.offsets import (FIRST_RECORD_FETCH_BYTES, TOPIC_AUTHORIZATION_FAILED,
                                      OffsetsClient, TopicPartition, kafka_topic_id,
@@ -34,7 +35,7 @@ class KafkaPythonOffsets(OffsetsClient):
             # Also the default timeout of the consumer's offset look-ups.
             config = dict(config, request_timeout_ms=int(timeout_s * 1000))
         self._config = config
-        self._consumer = KafkaConsumer(**config, enable_auto_commit=False, group_id=None)
+        self._consumer = consumer(**config, enable_auto_commit=False, group_id=None)
         self._admin: KafkaAdminClient | None = None
         self._reader: KafkaConsumer | None = None  # first_records: opened on first use
         self.reader_polls = 0  # first_records' polls: each sends at most one fetch a broker
@@ -42,9 +43,7 @@ class KafkaPythonOffsets(OffsetsClient):
     def _describe(self, topics: list[str] | None) -> list[dict]:
         """Metadata of `topics` (None: every topic)."""
         if self._admin is None:
-            # The admin client refuses consumer-only settings (isolation_level, ...).
-            self._admin = KafkaAdminClient(**{k: v for k, v in self._config.items()
-                                              if k in KafkaAdminClient.DEFAULT_CONFIG})
+            self._admin = admin(**self._config)
         return self._admin.describe_topics(topics)
 
     def partitions(self, topic: str) -> list[int]:
@@ -105,9 +104,9 @@ class KafkaPythonOffsets(OffsetsClient):
             return {}
         if self._reader is None:
             # From the log start when the position is gone: retention took those records.
-            self._reader = KafkaConsumer(**self._config, enable_auto_commit=False, group_id=None,
-                                         auto_offset_reset="earliest",
-                                         max_partition_fetch_bytes=FIRST_RECORD_FETCH_BYTES)
+            self._reader = consumer(**self._config, enable_auto_commit=False, group_id=None,
+                                    auto_offset_reset="earliest",
+                                    max_partition_fetch_bytes=FIRST_RECORD_FETCH_BYTES)
         reader = self._reader
         tps = {KafkaTopicPartition(t, p): (t, p) for t, p in positions}
         reader.assign(list(tps))
@@ -148,7 +147,7 @@ class KafkaPythonOffsets(OffsetsClient):
             if client is None:
                 continue
             try:
-                client.close()
+                close(client)
             except Exception:  # closing a broken client must not hide the original problem
                 log.debug("closing kafka client failed", exc_info=True)
 
@@ -184,7 +183,7 @@ class KafkaPythonPartition:
         return self._consumer.end_offsets([self._tp])[self._tp]
 
     def close(self) -> None:
-        self._consumer.close()
+        close(self._consumer)
 
 
 class KafkaPythonRanges(SharedRanges):
@@ -217,15 +216,15 @@ class KafkaPythonRanges(SharedRanges):
         self._consumer.pause(*(self._tps[p] for p in partitions))
 
     def close(self) -> None:
-        self._consumer.close()
+        close(self._consumer)
 
 
 def _reading_consumer(config: dict) -> KafkaConsumer:
     """A consumer without a group (nothing is ever committed) that fails on a position outside
     the log instead of resetting it."""
-    return KafkaConsumer(**config, enable_auto_commit=False, group_id=None,
-                         auto_offset_reset="none", max_poll_records=MAX_POLL_RECORDS,
-                         fetch_max_bytes=64 << 20, max_partition_fetch_bytes=16 << 20)
+    return consumer(**config, enable_auto_commit=False, group_id=None,
+                    auto_offset_reset="none", max_poll_records=MAX_POLL_RECORDS,
+                    fetch_max_bytes=64 << 20, max_partition_fetch_bytes=16 << 20)
 
 
 def _polled(records: list, columnar: bool) -> Polled:

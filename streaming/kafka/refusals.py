@@ -52,10 +52,13 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
 
 
 def _said(error: BaseException) -> str | None:
-    from kafka.errors import SaslAuthenticationFailedError
+    from kafka.errors import SaslAuthenticationFailedError, UnsupportedSaslMechanismError
 
     if isinstance(error, SaslAuthenticationFailedError):
         return _authentication(str(error))
+    if isinstance(error, UnsupportedSaslMechanismError):
+        return (f"authentication failed: {error}: set source.kafka sasl.mechanism to one the "
+                f"broker enables")
     if isinstance(error, ssl.SSLCertVerificationError):
         return _verify_failed(error.verify_message or str(error))
     if isinstance(error, ssl.SSLError):
