@@ -294,9 +294,11 @@ CATALOG: tuple[MetricFamily, ...] = (
        "Groups served as the Admin API showed them at launch, not yet read from "
        "__consumer_offsets (source.admin_seed); 0 once the job is ready.", C),
     _f("groupscope_source_up", GAUGE,
-       "1 while the cluster answers (its last end-offset poll succeeded), else 0.", C),
+       "1 while the cluster answers (its last end-offset poll succeeded), else 0; 0 too until "
+       "a first poll has succeeded (unknown is not up).", C),
     _f("groupscope_source_access_denied", GAUGE,
-       "1 while this principal may not describe the source topic (the log names the ACL).", C),
+       "1 while the cluster refuses this job: its credentials or TLS, or an ACL on the source "
+       "topic (/healthz and the log name which, and what to fix).", C),
     _f("groupscope_topics_without_metadata", GAUGE,
        "Topics groups commit to that metadata does not show (deleted, or no DESCRIBE ACL): "
        "their lag is unknown.", C),

@@ -23,6 +23,7 @@ from streaming.exporter.ends_table import tp_key
 from streaming.exporter.view import MonitorView, TopicPartition
 from streaming.kafka.offsets import (NotAuthorized, OffsetsClient, close_quietly,
                                      readable_partitions)
+from streaming.kafka.refusals import Refused, refusal_of
 
 log = logging.getLogger("groupscope.endoffsets")
 
@@ -69,6 +70,16 @@ class EndOffsetPoller:
         self._client_factory = client_factory
         self._client: OffsetsClient | None = None
         self._outage = OutageLog(log, f"end-offset poll of cluster {view.settings.cluster}")
+        # Credentials or TLS refused: asked again seldom, said once (streaming/kafka/refusals.py)
+        self._refused = Refused(log, f"cluster {view.settings.cluster}",
+                                "keeping the previous values; trying again less and less often")
+        # The source topic refused: checked again seldom, said once until it changes.
+        self._source_check = Refused(log, "groupscope source", "reading it as soon as it is "
+                                     "granted", level=logging.ERROR, repeat_s=None,
+                                     answered=f"topic {source_topic} is granted now: reading it")
+        with view.lock:
+            if view.last_poll_s is None:  # unknown until a poll answers: not up
+                view.source_up = False
         self._clock = clock
         self._metadata_at: float | None = None
         self._unknown_topics: set[str] = set()  # committed to, absent from the metadata
@@ -107,9 +118,16 @@ class EndOffsetPoller:
             if self.settings.time_method != "estimate":
                 self._read_first_records(client)
             self._outage.answered()
+            self._refused.answered()
+            self.view.set_source_refusal("connect", None)
             ok = True
         except Exception as exc:
-            self._outage.failed(exc, "keeping the previous values")
+            refusal = refusal_of(exc)
+            if refusal is None:
+                self._outage.failed(exc, "keeping the previous values")
+            else:
+                self._refused.refused(refusal)
+                self.view.set_source_refusal("connect", refusal)
             self.view.record_poll_failure(time.monotonic() - started)
             self._drop_client()  # the next poll starts from a fresh connection
             ok = False
@@ -194,20 +212,17 @@ class EndOffsetPoller:
         self._metadata_at = self._clock()
 
     def _check_source(self, client: OffsetsClient) -> None:
-        if self._source_topic is None:
+        if self._source_topic is None or not self._source_check.due():
             return
         try:
             partitions = readable_partitions(client, self._source_topic, self._may_read)
             self._may_read = self._may_read or bool(partitions)
-            refusal = None
         except NotAuthorized as exc:
-            refusal = str(exc)
-        said = self.view.source_refusals.get("describe")
-        if refusal is not None and refusal != said:
-            log.error("groupscope source: %s; reading it as soon as it is granted", refusal)
-        elif refusal is None and said is not None:
-            log.info("groupscope source: topic %s is granted now: reading it", self._source_topic)
-        self.view.set_source_refusal("describe", refusal)
+            self._source_check.refused(str(exc))
+            self.view.set_source_refusal("describe", str(exc))
+            return
+        self._source_check.answered()
+        self.view.set_source_refusal("describe", None)
 
     def _metadata_due(self, wanted: Iterable[TopicPartition]) -> bool:
         """Metadata is refreshed every metadata_interval, and sooner (but not more often than
@@ -268,7 +283,8 @@ class EndOffsetPoller:
         while not self._stop.is_set():
             started = time.monotonic()
             self.poll_once()
-            self._stop.wait(self._wait_s(time.monotonic() - started))
+            self._stop.wait(max(self._wait_s(time.monotonic() - started),
+                                self._refused.wait_s()))
 
     def _wait_s(self, elapsed_s: float) -> float:
         """Until the next poll: the interval's rest, or less, to the moment `poll_by` names

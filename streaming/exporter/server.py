@@ -85,14 +85,24 @@ def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
     return app
 
 
+# Refusals of the connection itself (credentials, TLS), by who found them, rather than of an ACL.
+_CONNECTION_REFUSALS = ("connect", "admin")
+
+
 def _health(view: MonitorView) -> str:
     """"ok", or why the view is not to be trusted yet."""
     with view.lock:
-        ready, refusal, up = view.ready, view.source_refusal, view.source_up
+        ready, up, polled = view.ready, view.source_up, view.last_poll_s is not None
+        refusals, failures = dict(view.source_refusals), view.poll_failures
         seeded = len(view.seeded)
-    if refusal:
-        return f"source not authorized: {refusal}"
+    refused = next((refusals[k] for k in _CONNECTION_REFUSALS if k in refusals), None)
+    if refused:
+        return f"source refused the connection: {refused}"
+    if refusals:
+        return f"source not authorized: {next(iter(refusals.values()))}"
     if not up:
+        if not polled and not failures:
+            return "waiting for the first end-offset poll"
         return "source unreachable: the last end-offset poll failed (the log names the error)"
     if ready:
         return "ok"

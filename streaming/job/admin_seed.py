@@ -21,6 +21,7 @@ from coordinator.partitioning import partition_for
 from streaming.exporter.view import MonitorView
 from streaming.gc_pause import collector_paused
 from streaming.kafka.offsets import close_quietly
+from streaming.kafka.refusals import refusal_of
 
 log = logging.getLogger("groupscope.seed")
 
@@ -67,8 +68,9 @@ class AdminSeed:
             client = self._client_factory()
             polled = [group for group in client.poll() if keep(group.group)]
         except Exception as exc:  # noqa: BLE001 - an ACL missing, a timeout: the log serves all
+            # one attempt only: refused credentials cost the broker one failed authentication
             log.info("no admin look at the groups at launch (%s): they are served once the log "
-                     "is read", exc)
+                     "is read", refusal_of(exc) or exc)
             return
         finally:
             close_quietly(client, "admin client")

@@ -21,6 +21,7 @@ from coordinator.errors import DecodeError
 from coordinator.records.codec import decode_share_state
 from coordinator.state.share_partition import SharePartition, apply_share_record
 from streaming.exporter.view import MonitorView
+from streaming.kafka.offsets import NotAuthorized
 
 log = logging.getLogger("groupscope.share_state")
 
@@ -103,6 +104,7 @@ class ShareStateQuery:
         self.checkpoint = os.path.join(config.checkpoint.path, "share-state")
         self._trigger = f"{int(config.trigger.interval * 1000)} milliseconds"
         self.query = None
+        self._refusal_said: str | None = None
         self._stopped = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -117,6 +119,14 @@ class ShareStateQuery:
         shutil.rmtree(self.checkpoint, ignore_errors=True)
         try:
             backlog = self._backlog()
+        except NotAuthorized as exc:
+            # No one else says it: the source, refused, waits for the grant and asks again
+            # seldom (streaming/sources/kafka_stream.py).
+            if str(exc) != self._refusal_said:
+                log.warning("share groups' delivery state is not read: %s; it is read once "
+                            "granted (or set source.share_state: false)", exc)
+                self._refusal_said = str(exc)
+            backlog = {}
         except Exception as exc:  # noqa: BLE001 - unreachable or refused: the query says so
             log.info("%s: end offsets unknown (%s): its archives are counted from its start",
                      SHARE_STATE_TOPIC, exc)

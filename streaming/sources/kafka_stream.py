@@ -26,6 +26,7 @@ from streaming.kafka.offset_ranges import (EARLIEST, LATEST, OffsetRange, Partit
                                              parse_starting_offsets, plan_ranges, to_offset_dict)
 from streaming.kafka.range_reader import read_range, records_in_range
 from streaming.kafka.records import KafkaShapedSource
+from streaming.kafka.refusals import Refused, refusal_of
 from streaming.outage_log import OutageLog
 
 FORMAT = "groupscope-kafka"
@@ -70,7 +71,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: PartitionOffsets | None = None  # availableNow: never read past this
         self._seen_latest: PartitionOffsets | None = None  # for progress reports
         self._missing_logged = False
-        self._refusal: str | None = None  # the last authorization error said
+        # A refusal (an ACL, the credentials, TLS) is asked about again seldom, like a topic not
+        # created yet; the driver says it (its end-offset poller asks the same, the share-state
+        # query for its topic), in the job's log, /healthz and a metric: here it is only noted.
+        self._refused = Refused(log, f"groupscope source at {options.bootstrap_servers}",
+                                f"waiting for {options.topic}", level=logging.DEBUG,
+                                repeat_s=None, answered=f"{options.topic} may be read now")
         self._may_read = False  # a fetch was allowed once: no need to ask again
         # Spark asks for the initial offsets again before each trigger until the first batch
         # runs; once the topic has partitions the answer is kept, so the batch starts where the
@@ -95,23 +101,25 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         close_quietly(client, "offsets client")
 
     def _partitions(self) -> list[int]:
+        if not self._refused.due():
+            return []
         try:
             # Planning reads that will be refused would fail the query's tasks, each with
-            # Spark's stack traces: ask first, and wait like for a missing topic.
+            # Spark's stack traces: ask first, and wait like for a missing topic (the grant may
+            # come while the job runs; failing would only restart it into the same refusal).
             partitions = readable_partitions(self._offsets(), self.options.topic, self._may_read)
             self._may_read = self._may_read or bool(partitions)
         except NotAuthorized as exc:
-            # Wait, as for a topic not created yet: the ACL may be granted while the job runs,
-            # and failing would only restart it into the same refusal. The driver's end-offset
-            # poller asks the same and says it (once, in the job's log, /healthz and a metric).
-            if str(exc) != self._refusal:
-                log.debug("groupscope source at %s: %s; waiting for the grant",
-                          self.options.bootstrap_servers, exc)
-            self._refusal = str(exc)
+            self._refused.refused(str(exc))
             return []
-        if self._refusal is not None:
-            log.debug("groupscope source: topic %s is granted now: reading it", self.options.topic)
-            self._refusal = None
+        except Exception as exc:
+            refusal = refusal_of(exc)
+            if refusal is None:
+                raise
+            self._drop_client()
+            self._refused.refused(refusal)
+            return []
+        self._refused.answered()
         if partitions and self.options.partitions is not None:
             partitions = [p for p in partitions if p in self.options.partitions]
         if not partitions and not self._missing_logged:

@@ -283,6 +283,8 @@ def test_without_read_on_the_source_topic_the_job_waits_for_the_grant(
     assert status.startswith("503") and refusal.encode() in body and denied == {("default",): 1}
     said = [r for r in caplog.records if "may not READ" in r.getMessage()]
     assert len(said) == 1 and said[0].exc_info is None  # one line, no traceback
+    # kafka-python's own warning, once a fetch was refused, is not said again and again
+    assert not [r for r in caplog.records if "Not authorized to read" in r.getMessage()]
     assert any("is granted now" in r.getMessage() for r in caplog.records)
     assert lag == {(orders, str(p)): ENDS - o for p, o in COMMITTED.items()} and cleared is None
 
@@ -327,3 +329,124 @@ def test_a_read_revoked_while_the_job_runs_holds_it_until_granted_again(
     assert refusal.startswith(f"this principal may not READ topic {log_topic} ")
     assert status.startswith("503") and after and cleared is None
     assert waiter.outcome == [None]  # the job never failed
+
+
+REFUSAL_WINDOW_S = 30.0
+
+
+def _kafka_python_said(records) -> list:
+    """kafka-python's warnings and errors about connections (its lines the job says itself)."""
+    return [r for r in records if r.levelno >= logging.WARNING and r.name in (
+        "kafka.net.transport", "kafka.net.connection", "kafka.net.manager", "kafka.cluster")]
+
+
+def _failed_authentications(broker) -> int:
+    return broker.log().count(f"Failed authentication with /127.0.0.1")
+
+
+def _denials(broker, principal: str, topic: str) -> int:
+    return broker.log().count(f"Principal = {principal} is Denied operation = DESCRIBE from "
+                              f"host = 127.0.0.1 on resource = Topic:LITERAL:{topic} ")
+
+
+def test_a_wrong_password_is_said_once_named_in_healthz_and_asked_seldom(
+        spark, broker, secured_broker, estate, tmp_path, secret_file, caplog):
+    """The grants are right, the password is not: the broker is asked again after 1, 2, 4, ...
+    seconds (up to 30 s), not every few hundred milliseconds by every client; the job says it in
+    one line naming what to fix, and /healthz and groupscope_source_access_denied say it too."""
+    orders, _, log_topic = estate
+    bootstrap, kafka, principal = _java_settings("scram", secured_broker, secret_file)
+    kafka["sasl.jaas.config"] = kafka["sasl.jaas.config"].replace(f"${{file:{secret_file}}}",
+                                                                  "not-the-password")
+    grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ"),
+                                                ("TOPIC", orders, "DESCRIBE")])
+    job = _job(spark, tmp_path, bootstrap, log_topic, kafka)
+    before = _failed_authentications(broker)
+    try:
+        with caplog.at_level(logging.INFO):
+            job.start()
+            started = time.monotonic()
+            refusal = until("the refusal reported", lambda: job.view.source_refusal)
+            time.sleep(max(0.0, REFUSAL_WINDOW_S - (time.monotonic() - started)))
+            failed = _failed_authentications(broker) - before
+            status, body = _healthz(job.view)
+            denied = _series(job, "groupscope_source_access_denied")
+            up = _series(job, "groupscope_source_up")
+    finally:
+        job.stop()
+        revoke(secured_broker.plaintext, principal)
+    said = "authentication failed (SASL SCRAM-SHA-512)"
+    assert refusal.startswith(said) and "sasl.jaas.config" in refusal
+    assert status.startswith("503") and said.encode() in body
+    assert denied == {("default",): 1} and up == {("default",): 0}
+    lines = [r for r in caplog.records if said in r.getMessage()]
+    assert len(lines) == 1 and lines[0].exc_info is None  # the end-offset poller's, once
+    assert not _kafka_python_said(caplog.records)
+    # Every client the job holds, each at 1, 2, 4, 8, 16 s: about a dozen in the window
+    # (kafka-python's own retries made that 70 and more).
+    assert 1 <= failed <= 20, failed
+
+
+def test_an_untrusted_broker_certificate_is_named_with_what_to_fix(
+        spark, broker, secured_broker, estate, tmp_path, secret_file, caplog):
+    orders, _, log_topic = estate
+    bootstrap, kafka, principal = _java_settings("scram", secured_broker, secret_file)
+    for name in ("ssl.truststore.location", "ssl.truststore.password"):
+        kafka.pop(name)  # the system's CAs: not the one that signed the broker's certificate
+    job = _job(spark, tmp_path, bootstrap, log_topic, kafka)
+    try:
+        with caplog.at_level(logging.INFO):
+            job.start()
+            refusal = until("the refusal reported", lambda: job.view.source_refusal)
+            time.sleep(5.0)
+            status, body = _healthz(job.view)
+    finally:
+        job.stop()
+    assert refusal.startswith("TLS: certificate verify failed (") and "truststore" in refusal
+    assert status.startswith("503") and b"TLS: certificate verify failed" in body
+    said = [r for r in caplog.records if r.name == "groupscope.endoffsets"
+            and "certificate verify failed" in r.getMessage()]
+    assert len(said) == 1
+    assert not [r for r in caplog.records if r.exc_info is not None]  # no stack trace
+    assert not _kafka_python_said(caplog.records)
+
+
+def test_share_state_refused_by_the_readmes_grants_is_said_once_and_asked_seldom(
+        spark, broker, secured_broker, estate, tmp_path, secret_file, caplog):
+    """With the grants for __consumer_offsets only, the share-state reader is refused DESCRIBE
+    on __share_group_state: said once, with the grant to add, and asked again seldom."""
+    from streaming.exporter.view import MonitorView
+    from streaming.job.settings import offsets_client_factory, view_settings
+    from streaming.job.share_state import SHARE_STATE_TOPIC, ShareStateQuery
+
+    orders, _, log_topic = estate
+    bootstrap, kafka, principal = _java_settings("scram", secured_broker, secret_file)
+    grant(secured_broker.plaintext, principal, [("TOPIC", log_topic, "READ"),
+                                                ("TOPIC", orders, "DESCRIBE")])
+    config = _job(spark, tmp_path, bootstrap, log_topic, kafka).config
+    factory = offsets_client_factory(config)
+
+    def backlog():
+        client = factory()
+        try:
+            return client.latest(SHARE_STATE_TOPIC, client.partitions(SHARE_STATE_TOPIC))
+        finally:
+            client.close()
+
+    view = MonitorView(view_settings(config))
+    before = _denials(broker, principal, SHARE_STATE_TOPIC)
+    query = None
+    try:
+        with caplog.at_level(logging.INFO):
+            query = ShareStateQuery(spark, config, view, lambda group: True, "share-refused",
+                                    backlog).start()
+            time.sleep(REFUSAL_WINDOW_S)
+            denials = _denials(broker, principal, SHARE_STATE_TOPIC) - before
+    finally:
+        if query is not None:
+            query.stop()
+        revoke(secured_broker.plaintext, principal)
+    said = [r for r in caplog.records if "share groups' delivery state is not read" in r.getMessage()]
+    assert len(said) == 1 and f"--topic {SHARE_STATE_TOPIC}" in said[0].getMessage()
+    # Asked at each trigger (0.5 s) that was some 60; at 1, 2, 4, 8, 16 s it is a handful.
+    assert 1 <= denials <= 12, denials
