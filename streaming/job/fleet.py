@@ -15,11 +15,13 @@ import logging
 import threading
 
 from streaming.config import Config
+from streaming.errors import UserError
 from streaming.exporter.metrics_cache import FleetCache, MetricsCache
 from streaming.exporter.view import MonitorView
 from streaming.job.lifecycle import Job
 from streaming.job.session import build_spark
 from streaming.job.settings import exporter_settings, view_settings
+from streaming.kafka.client_settings import SettingError
 
 log = logging.getLogger("groupscope.job")
 
@@ -61,10 +63,13 @@ class Fleet:
             self.exporter = serve(caches[0].view, exporter_settings(self.configs[0]), self.cache)
         # Every cluster served (its launch seed, its admin polls) while Spark starts.
         for job in self.jobs:
-            if isinstance(job, Job):
-                job.serve()
-            else:
-                job.start()
+            try:
+                if isinstance(job, Job):
+                    job.serve()
+                else:
+                    job.start()
+            except SettingError as exc:  # a secret or a store found wanting: this cluster's
+                raise UserError(f"clusters ({job.config.cluster.name}): source: {exc}") from None
         if self.spark is None and any(isinstance(job, Job) for job in self.jobs):
             self.spark = build_spark(self.configs[0])
         for job in self.jobs:

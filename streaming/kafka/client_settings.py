@@ -7,7 +7,8 @@ Users copy their Java client's properties (`security.protocol`, `sasl.mechanism`
   (`sasl.plain.username`, `ssl.cafile`, ...), which earlier configs used, are turned into them.
 - groupscope's own source, the end-offset poller and the progress client use kafka-python
   (`kafka_python_settings`): a JAAS line of PLAIN or SCRAM becomes a user name and password, a
-  PKCS12 trust or key store becomes PEM files, OAUTHBEARER gets a token provider.
+  PKCS12 or JKS trust or key store is read into memory (streaming/kafka/key_stores.py),
+  OAUTHBEARER gets a token provider.
 - confluent-kafka (librdkafka, `librdkafka_settings`) gets its own names where they differ.
 
 A setting with no equivalent for a client is refused with what to use instead. Values may name a
@@ -18,14 +19,12 @@ settings, never their values.
 """
 from __future__ import annotations
 
-import atexit
 import os
 import re
-import shutil
-import tempfile
-import threading
 from typing import Any, Mapping
 
+from streaming.errors import UserError
+from streaming.kafka.key_stores import in_memory, keys_of, librdkafka_tls, ssl_context, trust_of
 from streaming.kafka.oauth_tokens import token_provider
 
 _REFERENCE = re.compile(r"\$\{(env|file):([^}]*)\}")
@@ -35,11 +34,12 @@ _JAAS_OPTION = re.compile(r'\s*([\w.]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
-_JKS_MAGIC = b"\xfe\xed\xfe\xed"
 
 
-class SettingError(ValueError):
-    """A client setting that cannot be used; the message names it (never its value)."""
+class SettingError(UserError, ValueError):
+    """A client setting that cannot be used; the message names it (never its value). A user
+    error wherever it is found, also once the job runs (a secret's variable unset, a store that
+    cannot be read): one line, no trace."""
 
 
 # -- secrets ----------------------------------------------------------------------------------
@@ -207,11 +207,10 @@ def kafka_python_settings(settings: Mapping[str, str], known: Mapping[str, Any])
                            "kafka.sasl.oauthbearer.token.endpoint.url)")
     if "sasl.kerberos.service.name" in settings:
         config["sasl_kerberos_service_name"] = settings["sasl.kerberos.service.name"]
-    config.update(_trust_for_kafka_python(settings))
-    config.update(_keys_for_kafka_python(settings))
     algorithm = settings.get("ssl.endpoint.identification.algorithm")
     if algorithm is not None:
         config["ssl_check_hostname"] = algorithm.strip().lower() == "https"
+    config.update(_tls_for_kafka_python(settings, config))
     return config
 
 
@@ -248,127 +247,22 @@ def _jaas_for_kafka_python(settings: Mapping[str, str], mechanism: str) -> dict[
                        f"OAuthBearerLoginModule have); use source.type kafka for it")
 
 
-def _trust_for_kafka_python(settings: Mapping[str, str]) -> dict[str, Any]:
-    if "ssl.truststore.certificates" in settings:
-        return {"ssl_cafile": _written("truststore.pem",
-                                       settings["ssl.truststore.certificates"].encode())}
-    location = settings.get("ssl.truststore.location")
-    if location is None:
-        return {}
-    kind = _store_type("ssl.truststore", settings, location)
-    if kind == "PEM":
-        return {"ssl_cafile": location}
-    return {"ssl_cafile": _pkcs12_to_pem("ssl.truststore", location,
-                                         settings.get("ssl.truststore.password"), keys=False)}
-
-
-def _keys_for_kafka_python(settings: Mapping[str, str]) -> dict[str, Any]:
-    location = settings.get("ssl.keystore.location")
-    if location is None:
-        return {}
-    kind = _store_type("ssl.keystore", settings, location)
-    if kind == "PEM":  # Kafka's PEM key store: the key and its certificate chain in one file
-        config = {"ssl_certfile": location, "ssl_keyfile": location}
-        if settings.get("ssl.key.password"):
-            config["ssl_password"] = settings["ssl.key.password"]
-        return config
-    password = settings.get("ssl.keystore.password")
-    path, key_password = _pkcs12_to_pem("ssl.keystore", location, password, keys=True,
-                                        key_password=settings.get("ssl.key.password"))
-    return {"ssl_certfile": path, "ssl_keyfile": path, "ssl_password": key_password}
-
-
-def _store_type(prefix: str, settings: Mapping[str, str], location: str) -> str:
-    kind = settings.get(f"{prefix}.type", "").upper()
-    try:
-        with open(location, "rb") as fh:
-            head = fh.read(4)
-    except OSError as exc:
-        raise SettingError(f"kafka.{prefix}.location: cannot read {location}: "
-                           f"{exc.strerror}") from None
-    if kind == "JKS" or head == _JKS_MAGIC:
-        raise SettingError(f"kafka.{prefix}.location: a JKS store, which only Java reads: "
-                           f"convert it to PKCS12 (keytool -importkeystore -srckeystore "
-                           f"{os.path.basename(location)} -destkeystore store.p12 "
-                           f"-deststoretype PKCS12) or give PEM ({prefix}.type PEM)")
-    if not kind:
-        kind = "PEM" if head.startswith(b"----") else "PKCS12"
-    if kind not in ("PEM", "PKCS12"):
-        raise SettingError(f"kafka.{prefix}.type: PEM or PKCS12 (JKS converts to PKCS12 with "
-                           f"keytool -importkeystore)")
-    return kind
-
-
-# -- files made from stores: one private folder per process, gone when it ends -----------------
-
-_made: dict[tuple, Any] = {}
-_made_lock = threading.Lock()
-_folder: str | None = None
-
-
-def _private_folder() -> str:
-    global _folder
-    if _folder is None:
-        _folder = tempfile.mkdtemp(prefix="groupscope-tls-")  # mode 0700
-        atexit.register(shutil.rmtree, _folder, True)
-    return _folder
-
-
-def _written(name: str, data: bytes) -> str:
-    with _made_lock:
-        key = ("data", name, data)
-        if key not in _made:
-            path = os.path.join(_private_folder(), f"{len(_made)}-{name}")
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            _made[key] = path
-        return _made[key]
-
-
-def _pkcs12_to_pem(prefix: str, location: str, password: str | None, keys: bool,
-                   key_password: str | None = None):
-    """A PKCS12 store's certificates as a PEM file; with `keys`, (a PEM file of its key,
-    encrypted with a password of its own, and certificate chain, that password)."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.serialization import pkcs12
-
-    stat = os.stat(location)
-    cache_key = (prefix, location, stat.st_mtime_ns, stat.st_size, password, keys)
-    with _made_lock:
-        if cache_key in _made:
-            return _made[cache_key]
-    with open(location, "rb") as fh:
-        data = fh.read()
-    store = None
-    for candidate in dict.fromkeys((password, key_password)):
-        try:
-            store = pkcs12.load_pkcs12(data, candidate.encode() if candidate else None)
-            break
-        except ValueError:
-            continue
-    if store is None:
-        raise SettingError(f"kafka.{prefix}.location: cannot open the PKCS12 store: wrong or "
-                           f"missing {prefix}.password, or not a PKCS12 file")
-    certificates = ([store.cert] if store.cert else []) + list(store.additional_certs)
-    chain = b"".join(c.certificate.public_bytes(serialization.Encoding.PEM)
-                     for c in certificates)
-    if not keys:
-        if not chain:
-            raise SettingError(f"kafka.{prefix}.location: the store holds no certificate")
-        result: Any = _written("truststore.pem", chain)
-    else:
-        if store.key is None:
-            raise SettingError(f"kafka.{prefix}.location: the store holds no private key")
-        import secrets
-        own = secrets.token_urlsafe(24)
-        key = store.key.private_bytes(serialization.Encoding.PEM,
-                                      serialization.PrivateFormat.PKCS8,
-                                      serialization.BestAvailableEncryption(own.encode()))
-        result = (_written("keystore.pem", key + chain), own)
-    with _made_lock:
-        _made[cache_key] = result
-    return result
+def _tls_for_kafka_python(settings: Mapping[str, str], config: Mapping[str, Any]
+                          ) -> dict[str, Any]:
+    """PEM files of the user's by path; a store read here (streaming/kafka/key_stores.py) in
+    an SSL context built as kafka-python would build it from its other `ssl_*` settings."""
+    trust, keys = trust_of(settings), keys_of(settings)
+    if in_memory(trust, keys):
+        return {"ssl_context": ssl_context(trust, keys, config.get("ssl_check_hostname", True),
+                                           config.get("ssl_crlfile"))}
+    out: dict[str, Any] = {}
+    if trust is not None:
+        out["ssl_cafile"] = trust.cafile
+    if keys is not None:
+        out.update({"ssl_certfile": keys.certfile, "ssl_keyfile": keys.certfile})
+        if keys.password:
+            out["ssl_password"] = keys.password
+    return out
 
 
 # -- librdkafka (confluent-kafka) --------------------------------------------------------------
@@ -395,15 +289,7 @@ def librdkafka_settings(settings: Mapping[str, str]) -> dict[str, str]:
         else:
             raise SettingError(f"kafka.sasl.jaas.config: login module {module} has no "
                                f"equivalent in librdkafka; use source.client kafka-python")
-    trust = _trust_for_kafka_python(settings).get("ssl_cafile")
-    if trust:
-        out["ssl.ca.location"] = trust
-    if "ssl.keystore.location" in settings:
-        keys = _keys_for_kafka_python(settings)
-        out["ssl.certificate.location"] = keys["ssl_certfile"]
-        out["ssl.key.location"] = keys["ssl_keyfile"]
-        if keys.get("ssl_password"):
-            out["ssl.key.password"] = keys["ssl_password"]
+    out.update(librdkafka_tls(trust_of(settings), keys_of(settings)))
     algorithm = settings.get("ssl.endpoint.identification.algorithm")
     if algorithm is not None:
         out["ssl.endpoint.identification.algorithm"] = algorithm.strip().lower() or "none"

@@ -12,7 +12,9 @@ import threading
 from streaming.errors import UserError
 from streaming.cli.commands.signals import spark_outside_the_process_group, stop_on_signals
 from streaming.config import load_fleet
+from streaming.kafka.client_settings import SettingError
 from streaming.kafka.close_noise import quiet_closes
+from streaming.kafka.refusal_noise import quiet_refusals
 
 
 def register(subparsers) -> None:
@@ -52,6 +54,7 @@ def run(args) -> int:
     log = logging.getLogger("groupscope")
     log.setLevel(logging.INFO)
     quiet_closes()
+    quiet_refusals()
     stop = stop_on_signals(threading.Event())  # a stop asked for while Spark starts counts too
     if config.source.type == "simulator" and len(fleet) == 1:
         # A demo source: every start runs the scenarios afresh (its capture file lives here).
@@ -69,6 +72,9 @@ def run(args) -> int:
                 job.start()
         except OSError as exc:  # e.g. the exporter's port is taken
             raise UserError(f"cannot start: {exc}") from None
+        except SettingError as exc:  # found as the Kafka clients are made: a secret, a store
+            stop_job()
+            raise UserError(f"source: {exc}") from None
     stop_on_signals(stop)  # again: starting Spark replaced the SIGINT handler
     if job.exporter is not None:
         host = config.exporter.listen.rpartition(":")[0]
