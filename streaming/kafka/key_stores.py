@@ -8,8 +8,8 @@ running exit handlers, so files written for them outlived every stop. Python's T
 from a file only: it is written for that moment, encrypted with a password of its own, in a
 private folder (0700) removed at once.
 
-JKS stores are read with pyjks where it is installed; without it they are refused with the
-keytool command that converts them.
+JKS stores are read with purejks (pyjks' pure-Python fork, its module `jks`) where it is
+installed; without it they are refused with the keytool command that converts them.
 """
 from __future__ import annotations
 
@@ -189,17 +189,17 @@ def _jks(prefix, location, data, password, key_password):
     try:
         import jks
     except ImportError:
-        raise _error(f"kafka.{prefix}.location: a JKS store, which needs pyjks here (pip install "
-                    f"pyjks): or convert it to PKCS12 (keytool -importkeystore -srckeystore "
-                    f"{os.path.basename(location)} -destkeystore store.p12 -deststoretype "
-                    f"PKCS12), or give PEM ({prefix}.type PEM)") from None
+        raise _error(f"kafka.{prefix}.location: a JKS store, which needs purejks here (pip "
+                     f"install purejks): or convert it to PKCS12 (keytool -importkeystore "
+                     f"-srckeystore {os.path.basename(location)} -destkeystore store.p12 "
+                     f"-deststoretype PKCS12), or give PEM ({prefix}.type PEM)") from None
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
 
     try:
         # No password: read without checking the store's integrity, as Java does.
         store = jks.KeyStore.loads(data, password or None, try_decrypt_keys=False)
-    except Exception:  # noqa: BLE001 - pyjks' errors say a wrong password or a bad file
+    except Exception:  # noqa: BLE001 - its errors say a wrong password or a bad file
         raise _error(f"kafka.{prefix}.location: cannot open the JKS store: wrong "
                     f"{prefix}.password, or not a JKS file") from None
     entry = next(iter(store.private_keys.values()), None)

@@ -86,7 +86,8 @@ def _verify_failed(why: str) -> str:
         return (f"TLS: certificate verify failed ({why}): the broker's certificate does not name "
                 f"the host connected to; connect by a name it holds, or set source.kafka "
                 f"ssl.endpoint.identification.algorithm to \"\" to skip that check")
-    return f"TLS: certificate verify failed ({why}): the broker's certificate is not trusted; {_TRUST}"
+    return (f"TLS: certificate verify failed ({why}): the broker's certificate is not trusted; "
+            f"{_TRUST}")
 
 
 def _from_text(text: str) -> str | None:

@@ -446,7 +446,8 @@ def test_share_state_refused_by_the_readmes_grants_is_said_once_and_asked_seldom
         if query is not None:
             query.stop()
         revoke(secured_broker.plaintext, principal)
-    said = [r for r in caplog.records if "share groups' delivery state is not read" in r.getMessage()]
+    said = [r for r in caplog.records
+            if "share groups' delivery state is not read" in r.getMessage()]
     assert len(said) == 1 and f"--topic {SHARE_STATE_TOPIC}" in said[0].getMessage()
     # Asked at each trigger (0.5 s) that was some 60; at 1, 2, 4, 8, 16 s it is a handful.
     assert 1 <= denials <= 12, denials
