@@ -4,8 +4,9 @@ Each section is a frozen dataclass; the loader walks their fields, so a key exis
 field does. Environment variables override the file: `GROUPSCOPE_<SECTION>__<KEY>` (double
 underscore between levels, case-insensitive), e.g. `GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS=host:9092`
 or `GROUPSCOPE_EXPORTER__TLS__CERT=/etc/tls.crt`. Non-string values are parsed as YAML
-(`GROUPSCOPE_SPARK__CONF='{spark.sql.shuffle.partitions: 8}'`). Unknown keys, unknown variables
-and wrong types stop start-up with a `UserError` naming the key.
+(`GROUPSCOPE_SPARK__CONF='{spark.sql.shuffle.partitions: 8}'`). Other `GROUPSCOPE_` variables
+(no double underscore) are not config and are ignored. Unknown keys, unknown variables of that
+form and wrong types stop start-up with a `UserError` naming the key.
 """
 from __future__ import annotations
 
@@ -24,10 +25,12 @@ from coordinator.timelag import TIME_METHODS
 from streaming.exporter.catalog import GRANULARITIES
 
 ENV_PREFIX = "GROUPSCOPE_"
+# Every key is in a section, so a config variable has a double underscore. Others of the prefix
+# (GROUPSCOPE_DIR, a wrapper's own, the two below) belong to other tools, or to no key: left alone.
+_LEVELS = "__"
 CONFIG_PATH_VARIABLE = "GROUPSCOPE_CONFIG"  # the file to read; not itself a config key
 # Local mode's Python zygote (streaming/localmode/python_zygote.py): its socket, or "off"; not a config key.
 ZYGOTE_VARIABLE = "GROUPSCOPE_ZYGOTE"
-_NOT_KEYS = frozenset({CONFIG_PATH_VARIABLE, ZYGOTE_VARIABLE})
 
 
 def _duration(default: float, doc: str) -> Any:
@@ -233,7 +236,7 @@ def load_fleet(path: str | None = None, env: Mapping[str, str] | None = None) ->
     path = path or env.get(CONFIG_PATH_VARIABLE)
     raw: dict = read_yaml(path) if path else {}
     for name, value in sorted(env.items()):
-        if name.upper().startswith(ENV_PREFIX) and name.upper() not in _NOT_KEYS:
+        if name.upper().startswith(ENV_PREFIX) and _LEVELS in name[len(ENV_PREFIX):]:
             _set_from_env(raw, name, value)
     entries = raw.pop("clusters", None)
     if entries is None:
