@@ -83,12 +83,12 @@ class KafkaPythonLog:
     """kafka-python: a consumer without a group, reading uncommitted."""
 
     def __init__(self, config: dict, timeout_s: float | None = None) -> None:
-        from kafka import KafkaConsumer
+        from streaming.kafka.kafka_python_net import consumer
 
         config = dict(config, isolation_level="read_uncommitted")
         if timeout_s is not None:
             config["request_timeout_ms"] = int(timeout_s * 1000)
-        self._consumer = KafkaConsumer(**config, enable_auto_commit=False, group_id=None)
+        self._consumer = consumer(**config, enable_auto_commit=False, group_id=None)
 
     def high_watermarks(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         from kafka import TopicPartition as KafkaTopicPartition
@@ -107,7 +107,9 @@ class KafkaPythonLog:
                 for tp, found in answer.items() if found is not None and found.timestamp >= 0}
 
     def close(self) -> None:
-        self._consumer.close()
+        from streaming.kafka.kafka_python_net import close
+
+        close(self._consumer)
 
 
 class ConfluentLog:
