@@ -191,6 +191,17 @@ def _share_sum(samples, name: str, group: str, **labels: str) -> int:
                if ("group", group) in k and all((n, x) in k for n, x in labels.items()))
 
 
+def _from_earliest(broker: KafkaBroker, groups) -> None:
+    """Share groups start at the log's end unless told otherwise (one tool a group, all at
+    once)."""
+    configs = [broker.start_tool(CONFIG_COMMAND, "--bootstrap-server", broker.bootstrap, "--entity-type", "groups",
+                                 "--entity-name", group, "--alter", "--add-config",
+                                 "share.auto.offset.reset=earliest") for group in groups]
+    for tool in configs:
+        out, err = tool.communicate(timeout=120)
+        assert tool.returncode == 0, out + err
+
+
 def test_share_group_delivery_state_matches_kafka(broker, job) -> None:
     """Four share groups read one topic, each consumer as Kafka's console share consumer: one
     accepts every record, one rejects every record, one releases every record until Kafka
@@ -210,13 +221,7 @@ def test_share_group_delivery_state_matches_kafka(broker, job) -> None:
         for i in range(RECORDS_PER_PARTITION):
             producer.send(topic, value=f"r{i}".encode(), partition=p)
     producer.close()
-    # share groups start at the log's end unless told otherwise (one tool a group, all at once)
-    configs = [broker.start_tool(CONFIG_COMMAND, "--bootstrap-server", broker.bootstrap, "--entity-type", "groups",
-                                 "--entity-name", group, "--alter", "--add-config",
-                                 "share.auto.offset.reset=earliest") for group in groups.values()]
-    for tool in configs:
-        out, err = tool.communicate(timeout=120)
-        assert tool.returncode == 0, out + err
+    _from_earliest(broker, groups.values())
     consumers = [broker.start_tool(SHARE_CONSUMER, "--bootstrap-server", broker.bootstrap, "--topic", topic,
                                    "--group", groups[mode], *args, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
@@ -291,3 +296,55 @@ def _check_streams_records(broker: KafkaBroker, group: str, source: str) -> None
     for v in values(by_type, 22):  # KIP-1251's epochs, where written: one per task
         for task in v["active_tasks"]:
             assert len(task.get("assignment_epochs") or task["partitions"]) == len(task["partitions"])
+
+
+def _transactional_producer(broker: KafkaBroker):
+    from confluent_kafka import Producer
+
+    # open for as long as a test may take (the broker aborts it after this)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transaction.timeout.ms": 600_000,
+                         "transactional.id": f"share-txn-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(60)
+    return producer
+
+
+def _transaction(producer, topic: str, per_partition: int) -> None:
+    producer.begin_transaction()
+    for p in range(PARTITIONS):
+        for i in range(per_partition):
+            producer.produce(topic, value=f"t{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+
+
+def test_share_lag_while_a_transaction_is_open(broker, job) -> None:
+    """A share group reads uncommitted (Kafka's default) and accepts 30 of the 60 records of a
+    transaction still open, then its consumer stops: its lag, per partition and summed, is
+    kafka-share-groups.sh's, taken to the high watermark (against the last stable offset,
+    where the transaction begins, it would be minus the records accepted)."""
+    run = uuid.uuid4().hex[:6]
+    topic, group = f"share-open-{run}", f"share-open-{run}"
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    _from_earliest(broker, [group])
+    producer = _transactional_producer(broker)
+    _transaction(producer, topic, 20)
+    consumer = broker.start_tool(SHARE_CONSUMER, "--bootstrap-server", broker.bootstrap, "--topic", topic,
+                                 "--group", group, "--max-messages", "30",
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        consumer.wait(timeout=TIMEOUT_S)
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            kafka = _kafka_share_offsets(broker, group)
+            samples = job.scrape()
+            ours = _our_share_offsets(samples, group)
+            settled = len(kafka) == PARTITIONS and sum(lag or 0 for _, lag in kafka.values()) == 30
+            if settled and ours == kafka:
+                break
+            assert time.monotonic() < deadline, f"Kafka      {kafka}\ngroupscope {ours}"
+            time.sleep(1.0)
+        assert sum(lag for _, lag in ours.values()) == 30, ours
+        assert _share_sum(samples, "kafka_sharegroup_lag", group) == 30
+    finally:
+        consumer.kill()
+        consumer.wait(timeout=10)
+        producer.abort_transaction(60)
