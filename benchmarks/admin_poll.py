@@ -13,6 +13,7 @@ import os
 import time
 
 from benchmarks._process_cpu import tree_cpu_seconds
+from benchmarks._stopping import stop_everything_at_exit
 from benchmarks.commit_load import create_topics, preload
 
 
@@ -74,4 +75,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

@@ -64,12 +64,12 @@ from pathlib import Path
 from typing import Callable
 
 from benchmarks._process_cpu import tree_cpu_seconds
+from benchmarks._stopping import descendants, stop_everything_at_exit
 from benchmarks._targets import Target, at_most, offline_targets
 from benchmarks._targets import table as targets_table
 from benchmarks.cluster import percentile
 from benchmarks.commit_load import (Connection, add_load_arguments, create_topics, final_offset,
                                     group_name, group_request, preload, steady, topic_of)
-from tests.support.jvm_children import children_of
 from tests.support.kafka_broker import (DEFAULT_VERSION, JVM_FAST, KAFKA3_VERSION, REPO_ROOT,
                                         free_port, start_kafka)
 from tests.support.processes import stop_gracefully
@@ -110,12 +110,7 @@ def cpu_probe() -> str:
 # -- process trees: CPU and memory ---------------------------------------------------------------
 
 def tree_pids(root: int) -> list[int]:
-    found, frontier = [root], [root]
-    while frontier:
-        children = list(children_of(frontier.pop(), ""))
-        found += children
-        frontier += children
-    return found
+    return [root] + descendants(root)
 
 
 @dataclass
@@ -504,8 +499,7 @@ class ZooKeeper:
         return f"127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
+        stop_gracefully(self.process, 30)
 
 
 # -- measurements ---------------------------------------------------------------------------------
@@ -533,7 +527,18 @@ def catch_up(monitor: Monitor, groups: int, partitions: int, expected: Expected,
     started = time.perf_counter()
     if launch:
         monitor.launch()
-    cpu_before = 0.0 if launch else monitor.cpu()
+    try:
+        return _served(monitor, groups, partitions, expected, settle, timeout, started,
+                       0.0 if launch else monitor.cpu(), only)
+    except BaseException:   # an error or a stop: a monitor launched here ends here too
+        if launch:
+            monitor.stop()
+        raise
+
+
+def _served(monitor: Monitor, groups: int, partitions: int, expected: Expected, settle: float,
+            timeout: float, started: float, cpu_before: float, only: list[int] | None) -> CatchUp:
+    """catch_up's wait, from `started`, on a running monitor."""
     waiting = list(only) if only is not None else list(range(groups))
     half = len(waiting) // 2
     first_visible = half_served = None
@@ -980,9 +985,10 @@ def main() -> None:
     # ListOffsets request of Burrow's sarama. Side by side, both read Kafka 3.9.
     args.kafka_version = args.kafka_version or (KAFKA3_VERSION if with_burrow else DEFAULT_VERSION)
     workdir = Path(tempfile.mkdtemp(prefix="groupscope-burrow-"))
-    zookeeper = ZooKeeper(workdir) if with_burrow else None
+    zookeeper = None
     targets: list[Target] = []
     try:
+        zookeeper = ZooKeeper(workdir) if with_burrow else None
         rows = [] if args.many_groups_only else same_shape_phases(args, workdir, zookeeper)
         if args.many_groups:
             rows += many_groups_phase(args, workdir, zookeeper, targets)
@@ -1005,4 +1011,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

@@ -34,6 +34,7 @@ import urllib.error
 from pathlib import Path
 
 from benchmarks import commit_load
+from benchmarks._stopping import stop_everything_at_exit
 from tests.support.kafka_broker import (OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS, end_offsets, free_port,
                                         start_kafka)
 from tests.support.scrape_support import scrape
@@ -210,4 +211,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

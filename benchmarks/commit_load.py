@@ -29,6 +29,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from benchmarks._stopping import stop_everything_at_exit
+
 API_OFFSET_COMMIT, VERSION = 8, 7  # OffsetCommit v7: KIP-896 (Kafka 4.0) removed only v0-v1
 CLIENT_ID = b"groupscope-bench"
 TOPICS = 100  # groups share 100 topics: topic_of
@@ -409,4 +411,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

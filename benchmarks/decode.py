@@ -19,6 +19,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from benchmarks._stopping import stop_everything_at_exit
 from coordinator.batch_decode import decode_batch
 from coordinator.protocol import (
     Assignment, Subscription, encode_assignment, encode_subscription, group_partitions)
@@ -111,4 +112,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

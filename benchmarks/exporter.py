@@ -26,6 +26,7 @@ import sys
 import time
 import urllib.request
 
+from benchmarks._stopping import stop_everything_at_exit
 from streaming.exporter.catalog import GRANULARITIES
 
 from streaming.exporter.server import ExporterSettings, start_exporter
@@ -173,4 +174,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

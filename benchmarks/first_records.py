@@ -15,6 +15,7 @@ import argparse
 import time
 
 from benchmarks._process_cpu import tree_cpu_seconds
+from benchmarks._stopping import stop_everything_at_exit
 
 TOPICS = 20
 TIMESTAMP_MS = 1_700_000_000_000
@@ -92,4 +93,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

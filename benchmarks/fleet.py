@@ -38,6 +38,7 @@ import yaml
 
 from benchmarks import commit_load
 from benchmarks._commit_watch import watch_commits
+from benchmarks._stopping import stop_everything_at_exit
 from benchmarks.burrow import cpu_probe
 from benchmarks.cluster import percentile
 from benchmarks.commit_load import create_topics, preload
@@ -224,4 +225,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

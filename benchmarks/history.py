@@ -27,6 +27,7 @@ import time
 
 import pyarrow as pa
 
+from benchmarks._stopping import stop_everything_at_exit
 from benchmarks.cluster import cpu_probe
 from streaming.exporter.view import MonitorView
 from streaming.job.history import HistoryWriter
@@ -269,4 +270,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

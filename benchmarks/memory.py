@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from benchmarks._stopping import stop_everything_at_exit
 from benchmarks.burrow import Groupscope, catch_up, cpu_probe, process_rss_pss, tree_pids
 from benchmarks.commit_load import create_topics, preload
 from tests.support.kafka_broker import start_kafka
@@ -66,4 +67,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

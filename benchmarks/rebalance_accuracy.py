@@ -24,6 +24,7 @@ import statistics
 import sys
 from collections import defaultdict
 
+from benchmarks._stopping import stop_everything_at_exit
 from coordinator.records import decode
 from coordinator.simulator import STRATEGIES, Simulation, builtin_scenarios, load_scenario
 from coordinator.state import GroupStore
@@ -188,4 +189,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     sys.exit(main())

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks._stopping import stop_everything_at_exit
 from benchmarks.simulator_vs_clients import compare, print_comparison
 from streaming.job.history import read_history, unique_events
 from tests.support.client_harness import (STRATEGIES, ClientHarness, ClientLog, HarnessConfig,
@@ -562,4 +563,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

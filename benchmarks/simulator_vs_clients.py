@@ -20,6 +20,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from benchmarks._stopping import stop_everything_at_exit
 from coordinator.simulator import Simulation
 from coordinator.simulator.replay import FETCH_START_MS
 from coordinator.simulator.scenario import ClientSpec, Scenario, Step, TopicSpec
@@ -260,4 +261,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import _soak_report as report
+from benchmarks._stopping import stop_everything_at_exit
 from benchmarks.burrow import (Groupscope, cpu_probe, process_rss_pss, sample_groups,
                                sampled_offsets, tree_pids)
 from benchmarks.commit_load import (Connection, add_load_arguments, create_topics, group_name,
@@ -649,4 +650,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

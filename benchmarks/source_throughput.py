@@ -24,6 +24,7 @@ import tempfile
 import time
 
 from benchmarks._process_cpu import tree_cpu_seconds
+from benchmarks._stopping import stop_everything_at_exit
 from streaming.kafka.offset_ranges import OffsetRange
 from streaming.kafka.range_reader import ReadSettings, read_range
 from streaming.sources.kafka_options import KafkaSourceOptions
@@ -119,4 +120,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

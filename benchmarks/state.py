@@ -22,6 +22,7 @@ import resource
 import time
 import tracemalloc
 
+from benchmarks._stopping import stop_everything_at_exit
 from coordinator import partition_for
 from coordinator.state import GroupStore
 
@@ -159,4 +160,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

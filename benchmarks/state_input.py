@@ -17,6 +17,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from benchmarks._stopping import stop_everything_at_exit
 from coordinator.records import decode, encode
 from coordinator.records.record import Record
 from streaming.pipeline.state_stage import _records
@@ -79,4 +80,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()
