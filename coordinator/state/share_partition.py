@@ -46,6 +46,10 @@ class SharePartition:
     leader_epoch: int = UNKNOWN
     archived_seen: int = 0   # offsets seen entering the archived state (counted records only)
     updated_ms: int = 0      # the timestamp of the last record applied
+    # The offsets the last record applied added to archived_seen, as (first, last) ranges: some
+    # may hold no record (a transaction marker a consumer acknowledged as a gap), which only
+    # the topic's own batches tell (`without_gaps`).
+    archived_new: tuple[tuple[int, int], ...] = ()
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -105,21 +109,35 @@ def _archived(batches: Iterable[StateBatch], from_offset: int) -> list[tuple[int
             if b.delivery_state == ARCHIVED]
 
 
-def _newly_archived(before: SharePartition | None, batches: tuple[StateBatch, ...]) -> int:
-    """Offsets archived in `batches` that `before` did not hold as archived (nor had passed)."""
+def _newly_archived(before: SharePartition | None, batches: tuple[StateBatch, ...]
+                    ) -> tuple[tuple[int, int], ...]:
+    """Offsets archived in `batches` that `before` did not hold as archived (nor had passed),
+    as ranges."""
     floor = before.start_offset if before is not None and before.start_offset != UNKNOWN else UNKNOWN
     ranges = _archived(batches, floor)
     if not ranges:
-        return 0
+        return ()
     known = _archived(before.batches, floor) if before is not None else []
-    total = 0
+    out = []
     for first, last in ranges:
-        total += last - first + 1
+        pieces = [(first, last)]
         for k_first, k_last in known:
-            overlap = min(last, k_last) - max(first, k_first) + 1
-            if overlap > 0:
-                total -= overlap
-    return total
+            pieces = [piece for a, b in pieces for piece in
+                      ((a, min(b, k_first - 1)), (max(a, k_last + 1), b)) if piece[0] <= piece[1]]
+        out.extend(pieces)
+    return tuple(out)
+
+
+def _size(ranges: Iterable[tuple[int, int]]) -> int:
+    return sum(last - first + 1 for first, last in ranges)
+
+
+def without_gaps(sp: SharePartition, gaps: Iterable[int]) -> SharePartition:
+    """`sp` with the offsets of `gaps` (offsets that hold no record) taken out of what it
+    counted as newly archived."""
+    gaps = set(gaps)
+    held = sum(1 for o in gaps if any(first <= o <= last for first, last in sp.archived_new))
+    return replace(sp, archived_seen=sp.archived_seen - held, archived_new=())
 
 
 def apply_share_record(before: SharePartition | None, type_name: str, key: Mapping[str, Any],
@@ -137,24 +155,23 @@ def apply_share_record(before: SharePartition | None, type_name: str, key: Mappi
     if type_name == "share_snapshot":
         batches = _batches(value)
         same_epoch = before is not None and before.state_epoch == int(value["state_epoch"])
-        archived = seen + (_newly_archived(before if same_epoch else None, batches) if counted else 0)
+        new = _newly_archived(before if same_epoch else None, batches) if counted else ()
         return SharePartition(group, topic_id, partition, int(value["start_offset"]), complete, batches,
                               int(value["snapshot_epoch"]), int(value["state_epoch"]),
-                              int(value["leader_epoch"]), archived, timestamp_ms)
+                              int(value["leader_epoch"]), seen + _size(new), timestamp_ms, new)
     # a ShareUpdate: -1 leaves the start offset and the leader epoch as they were
     start = int(value["start_offset"])
     leader = int(value["leader_epoch"])
     if before is not None:
         start = before.start_offset if start == UNKNOWN else start
         leader = before.leader_epoch if leader == UNKNOWN else leader
-    new = _batches(value)
-    batches = combine_batches(before.batches if before is not None else (), new, start)
+    written = _batches(value)
+    batches = combine_batches(before.batches if before is not None else (), written, start)
+    new = _newly_archived(before, combine_batches((), written, start)) if counted else ()
     return SharePartition(group, topic_id, partition, start, complete, batches,
                           int(value["snapshot_epoch"]),
                           before.state_epoch if before is not None else UNKNOWN, leader,
-                          seen + (_newly_archived(before, combine_batches((), new, start))
-                                  if counted else 0),
-                          timestamp_ms)
+                          seen + _size(new), timestamp_ms, new)
 
 
 def records_by_state(sp: SharePartition) -> dict[str, int]:

@@ -19,9 +19,10 @@ from typing import Any, Callable, Mapping
 
 from coordinator.errors import DecodeError
 from coordinator.records.codec import decode_share_state
-from coordinator.state.share_partition import SharePartition, apply_share_record
+from coordinator.state.share_partition import SharePartition, apply_share_record, without_gaps
 from streaming.exporter.view import MonitorView
 from streaming.kafka.offsets import NotAuthorized
+from streaming.kafka.record_gaps import RecordGaps
 
 log = logging.getLogger("groupscope.share_state")
 
@@ -33,16 +34,20 @@ Key = tuple[str, str, int]
 
 class ShareStateSink:
     """foreachBatch: decodes a batch of `__share_group_state` records in log order and hands the
-    share-partitions it changed to the view. `keep_group` leaves out other shards' groups."""
+    share-partitions it changed to the view. `keep_group` leaves out other shards' groups;
+    `gaps` (streaming/kafka/record_gaps.py) names the offsets newly archived that hold no
+    record, which are not counted as archived records."""
 
     def __init__(self, view: MonitorView, keep_group: Callable[[str], bool],
-                 stopping: threading.Event, backlog: Mapping[int, int] | None = None) -> None:
+                 stopping: threading.Event, backlog: Mapping[int, int] | None = None,
+                 gaps: Callable[[Mapping[tuple[str, int], list]], Mapping] | None = None) -> None:
         self.view = view
         self.keep_group = keep_group
         self.stopping = stopping
         # partition -> its end offset when the job started reading: archives written before it
         # are state, not news (SharePartition.archived_seen)
         self.backlog = dict(backlog or {})
+        self.gaps = gaps
 
     def __call__(self, batch_df, batch_id: int) -> None:
         from streaming.job.lifecycle import collect_output
@@ -55,6 +60,7 @@ class ShareStateSink:
     def apply(self, rows) -> None:
         """(key, value, partition, offset, timestamp) rows, in any order."""
         changed: dict[Key, SharePartition | None] = {}
+        archived: dict[Key, list[tuple[int, int]]] = {}  # counted this batch, to be checked
         records: dict[str, int] = {}
         skipped: dict[str, int] = {}
         for key, value, partition, offset, timestamp in sorted(rows, key=lambda r: (r[2], r[3])):
@@ -73,10 +79,42 @@ class ShareStateSink:
             part = (k["group_id"], k["topic_id"], int(k["partition"]))
             # the view holds what earlier batches built (only this sink writes it)
             before = changed[part] if part in changed else self.view.share_partitions.get(part)
-            changed[part] = apply_share_record(before, record.type_name, k, record.value,
-                                               _millis(timestamp),
-                                               counted=offset >= self.backlog.get(partition, 0))
+            after = changed[part] = apply_share_record(
+                before, record.type_name, k, record.value, _millis(timestamp),
+                counted=offset >= self.backlog.get(partition, 0))
+            if after is None:
+                archived.pop(part, None)
+            elif after.archived_new:
+                archived.setdefault(part, []).extend(after.archived_new)
+        self._take_out_gaps(changed, archived)
         self.view.apply_share_state(changed, records, skipped)
+
+    def _take_out_gaps(self, changed: dict[Key, SharePartition | None],
+                       archived: Mapping[Key, list[tuple[int, int]]]) -> None:
+        """The offsets this batch archived that hold no record (transaction markers a share
+        consumer acknowledged as gaps) are taken out of the archived counts; a topic not named
+        by the metadata yet, or not read, keeps its count."""
+        names = self.view.topic_names
+        wanted: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for (_, topic_id, partition), ranges in archived.items():
+            if topic_id in names:
+                wanted.setdefault((names[topic_id], partition), []).extend(ranges)
+        found = self.gaps(wanted) if self.gaps is not None and wanted else {}
+        for part, ranges in archived.items():
+            gaps = found.get((names.get(part[1]), part[2]))
+            sp = changed[part]
+            if sp is not None:
+                changed[part] = without_gaps(dataclasses.replace(sp, archived_new=tuple(ranges)),
+                                             gaps or ())
+
+
+def _record_gaps(config) -> RecordGaps:
+    """The reader of the consumed topics' batches, with the source's connection settings."""
+    from streaming.sources.kafka_options import KafkaSourceOptions
+
+    options = KafkaSourceOptions(bootstrap_servers=config.source.bootstrap_servers,
+                                 client_options=dict(config.source.kafka))
+    return RecordGaps(options.kafka_python_config(), config.lag.timeout)
 
 
 def _millis(timestamp: Any) -> int:
@@ -101,6 +139,7 @@ class ShareStateQuery:
                                      starting_offsets="earliest")
         self._config = dataclasses.replace(config, source=source)
         self._build_source = build_source
+        self._gaps = _record_gaps(config)
         self.checkpoint = os.path.join(config.checkpoint.path, "share-state")
         self._trigger = f"{int(config.trigger.interval * 1000)} milliseconds"
         self.query = None
@@ -131,7 +170,8 @@ class ShareStateQuery:
             log.info("%s: end offsets unknown (%s): its archives are counted from its start",
                      SHARE_STATE_TOPIC, exc)
             backlog = {}
-        sink = ShareStateSink(self.view, self.keep_group, self._stopped, backlog)
+        sink = ShareStateSink(self.view, self.keep_group, self._stopped, backlog,
+                              self._gaps.gaps)
         with self.view.lock:  # what the last run held goes: it is read again
             stale = {key: None for key in self.view.share_partitions}
         self.view.apply_share_state(stale, {}, {})
@@ -174,3 +214,4 @@ class ShareStateQuery:
                 log.debug("stopping the share-state query failed", exc_info=True)
         if self._watcher is not None:
             self._watcher.join(timeout=5.0)
+        self._gaps.close()

@@ -186,6 +186,13 @@ def _our_share_offsets(samples, group: str) -> dict[tuple[str, int], tuple[int |
     return {tp: (start, lags.get(tp)) for tp, start in starts.items()}
 
 
+def _looks(broker: KafkaBroker, job: GroupscopeJob, group: str):
+    """Kafka's share offsets of `group`, then a scrape and our share offsets in it."""
+    kafka = _kafka_share_offsets(broker, group)
+    samples = job.scrape()
+    return kafka, samples, _our_share_offsets(samples, group)
+
+
 def _share_sum(samples, name: str, group: str, **labels: str) -> int:
     return sum(int(v) for k, v in samples.get(name, {}).items()
                if ("group", group) in k and all((n, x) in k for n, x in labels.items()))
@@ -200,6 +207,13 @@ def _from_earliest(broker: KafkaBroker, groups) -> None:
     for tool in configs:
         out, err = tool.communicate(timeout=120)
         assert tool.returncode == 0, out + err
+
+
+def _share_consumers(broker: KafkaBroker, topic: str, groups) -> list[subprocess.Popen]:
+    """Kafka's console share consumer for each (group, extra arguments), all started at once."""
+    return [broker.start_tool(SHARE_CONSUMER, "--bootstrap-server", broker.bootstrap, "--topic", topic,
+                              "--group", group, *args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for group, args in groups]
 
 
 def test_share_group_delivery_state_matches_kafka(broker, job) -> None:
@@ -222,10 +236,7 @@ def test_share_group_delivery_state_matches_kafka(broker, job) -> None:
             producer.send(topic, value=f"r{i}".encode(), partition=p)
     producer.close()
     _from_earliest(broker, groups.values())
-    consumers = [broker.start_tool(SHARE_CONSUMER, "--bootstrap-server", broker.bootstrap, "--topic", topic,
-                                   "--group", groups[mode], *args, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
-                 for mode, args in modes.items()]
+    consumers = _share_consumers(broker, topic, [(groups[mode], args) for mode, args in modes.items()])
     try:
         total = PARTITIONS * RECORDS_PER_PARTITION
         expected_lag = {"accept": 0, "reject": 0, "release": 0, "partial": total - 5}
@@ -233,9 +244,7 @@ def test_share_group_delivery_state_matches_kafka(broker, job) -> None:
         for mode, group in groups.items():
             deadline = time.monotonic() + TIMEOUT_S
             while True:
-                kafka = _kafka_share_offsets(broker, group)
-                samples = job.scrape()
-                ours = _our_share_offsets(samples, group)
+                kafka, samples, ours = _looks(broker, job, group)
                 archived = _share_sum(samples, "kafka_sharegroup_archived_records_total", group)
                 # a share-partition no consumer has fetched from is uninitialised ("-"): all of
                 # its records are still to be delivered
@@ -334,9 +343,7 @@ def test_share_lag_while_a_transaction_is_open(broker, job) -> None:
         consumer.wait(timeout=TIMEOUT_S)
         deadline = time.monotonic() + TIMEOUT_S
         while True:
-            kafka = _kafka_share_offsets(broker, group)
-            samples = job.scrape()
-            ours = _our_share_offsets(samples, group)
+            kafka, samples, ours = _looks(broker, job, group)
             settled = len(kafka) == PARTITIONS and sum(lag or 0 for _, lag in kafka.values()) == 30
             if settled and ours == kafka:
                 break
@@ -348,3 +355,36 @@ def test_share_lag_while_a_transaction_is_open(broker, job) -> None:
         consumer.kill()
         consumer.wait(timeout=10)
         producer.abort_transaction(60)
+
+
+def test_transaction_markers_are_not_archived_records(broker, job) -> None:
+    """Two committed transactions of 10 records a partition: a share consumer acknowledges each
+    commit marker's offset as a gap, which Kafka stores as archived. One group accepts every
+    record, one rejects every record: their archived-records counters are 0 and 60, the
+    records alone, not the markers."""
+    run = uuid.uuid4().hex[:6]
+    topic = f"share-markers-{run}"
+    groups = {"accept": f"share-markers-accept-{run}", "reject": f"share-markers-reject-{run}"}
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    _from_earliest(broker, groups.values())
+    producer = _transactional_producer(broker)
+    for _ in range(2):
+        _transaction(producer, topic, 10)
+        producer.commit_transaction(60)
+    consumers = _share_consumers(broker, topic, [(groups["accept"], ()), (groups["reject"], ("--reject",))])
+    try:
+        for mode, group in groups.items():
+            deadline = time.monotonic() + TIMEOUT_S
+            while True:
+                kafka, samples, ours = _looks(broker, job, group)
+                done = len(kafka) == PARTITIONS and all(lag == 0 for _, lag in kafka.values())
+                archived = _share_sum(samples, "kafka_sharegroup_archived_records_total", group)
+                if done and ours == kafka and archived == {"accept": 0, "reject": 60}[mode]:
+                    break
+                assert time.monotonic() < deadline, \
+                    f"{mode}:\nKafka      {kafka}\ngroupscope {ours}, archived {archived}"
+                time.sleep(1.0)
+    finally:
+        for consumer in consumers:
+            consumer.kill()
+            consumer.wait(timeout=10)

@@ -205,3 +205,52 @@ def test_archives_from_before_the_start_are_state_not_news() -> None:
     sink.apply([snapshot_row, row(archive, 1), row(archive_more, 2)])
     (sp,) = view.share_partitions.values()
     assert records_by_state(sp)["archived"] == 6 and sp.archived_seen == 2
+
+
+def test_offsets_that_hold_no_record_are_not_counted_as_archived() -> None:
+    """A share consumer acknowledges a transaction marker's offset as a gap, which Kafka
+    stores as archived, delivery count and all: the sink asks the topic's batches which of the
+    offsets a batch archived hold no record and counts the rest. Another group's ranges of the
+    same partition are asked together; a topic the metadata has not named keeps its count."""
+    import threading
+
+    from streaming.exporter.view import MonitorView
+    from streaming.job.share_state import ShareStateSink
+
+    def row(group: str, value: dict, offset: int, record_type: str = "share_update"):
+        rec = make_record(0 if record_type == "share_snapshot" else 1, record_type,
+                          {**KEY, "group_id": group}, value)
+        return (*encode_share_state(rec), 0, offset, None)
+
+    asked = []
+
+    def gaps(wanted):
+        asked.append(wanted)
+        return {tp: {3, 7} for tp in wanted}  # the markers of two transactions
+
+    view = MonitorView()
+    view.update_topic_metadata({KEY["topic_id"]: "orders"}, {"orders": 3})
+    sink = ShareStateSink(view, lambda g: True, threading.Event(), gaps=gaps)
+    start = _snapshot(0, [], complete=0)
+    sink.apply([row("g", start, 0, "share_snapshot"), row("h", start, 1, "share_snapshot"),
+                # g: a record rejected at 2, the marker at 3 a gap; then 5-7, 7 a marker
+                row("g", _update(-1, [_batch(2, 3, ARCHIVED, 1)], complete=2), 2),
+                row("g", _update(-1, [_batch(5, 7, ARCHIVED, 1)], complete=5), 3),
+                # h: only the marker at 3
+                row("h", _update(-1, [_batch(3, 3, ARCHIVED, 1)], complete=1), 4)])
+    assert asked == [{("orders", 2): [(2, 3), (5, 7), (3, 3)]}]
+    sps = {group: sp for (group, _, _), sp in view.share_partitions.items()}
+    assert (sps["g"].archived_seen, sps["h"].archived_seen) == (3, 0)
+    assert records_by_state(sps["g"])["archived"] == 5  # Kafka's state itself is as written
+    assert sps["g"].archived_new == ()
+    # the same offsets written again are not new: nothing to ask
+    sink.apply([row("g", _update(-1, [_batch(5, 7, ARCHIVED, 1)], complete=5), 5)])
+    assert len(asked) == 1 and view.share_partitions[("g", KEY["topic_id"], 2)].archived_seen == 3
+    # a topic the metadata does not name: not asked, counted whole
+    other = dict(KEY, topic_id="AAAAAAAAAAAAAAAAAAAAAg")
+    rec = make_record(0, "share_snapshot", other, start)
+    sink.apply([(*encode_share_state(rec), 0, 6, None),
+                (*encode_share_state(make_record(1, "share_update", other, _update(
+                    -1, [_batch(3, 3, ARCHIVED, 1)], complete=1))), 0, 7, None)])
+    assert len(asked) == 1
+    assert view.share_partitions[("g", other["topic_id"], 2)].archived_seen == 1
