@@ -11,7 +11,11 @@ Polling sees less than the log does, and says so:
   seen since the monitor started, each one rebalance: a Stable assignment that differs from the
   last Stable one (a poll during the rebalance sees members without partitions, which is neither
   the old assignment nor the new);
-- a KIP-848 group's epoch is reported: one rebalance per poll in which it rose;
+- a KIP-848 group's epoch is reported, and each member's epoch and target assignment: a
+  rebalance is counted once the group's epoch has risen past the one it last converged at and
+  every member has reached it (its assignment the target), as the log path counts it; its moved
+  partitions are those whose owner then differs from the owner at that last convergence, so
+  partitions revoked and handed over across several polls are all counted;
 - a rebalance's start and duration are unknown (`start_method: admin-poll`, the previous poll's
   time as its earliest start, no duration): every generation between two polls is one.
 """
@@ -57,9 +61,14 @@ Owners = dict[str, set[tuple[str, int]]]
 @dataclass(frozen=True)
 class Seen:
     """What a poll leaves for the next: the group's snapshot, and the owners of its partitions
-    when its assignment was last settled (classic: Stable or Empty; KIP-848: every poll)."""
+    when its assignment was last settled (classic: Stable or Empty; KIP-848: every poll). A
+    KIP-848 group also keeps its last convergence ({"epoch", "owners"}: None until one is seen)
+    and, from the poll that saw its epoch rise past it until it converges again, the rebalance
+    under way ({"from_epoch", "start_ms"})."""
     snapshot: dict[str, Any]
     settled: Owners
+    baseline: dict[str, Any] | None = None
+    pending: dict[str, Any] | None = None
 
 
 def observe(polled: PolledGroup, before: Seen | None, now_ms: int, previous_ms: int | None,
@@ -79,11 +88,13 @@ def observe(polled: PolledGroup, before: Seen | None, now_ms: int, previous_ms: 
         changed = (polled.state == "Stable" and old_owners is not None and old_owners != owners)
         settled = owners if settles else (old_owners if old_owners is not None else {})
         from_generation, generation = generation, generation + 1 if changed else generation
+        start_ms = previous_ms
     else:
-        old_owners, settled = current, owners
-        from_generation = previous.get("generation") if previous else None
+        settled = owners
         generation = polled.group_epoch or 0
-        changed = from_generation is not None and generation > from_generation
+        baseline, pending, ended = _reconcile(polled, owners, before, previous_ms)
+        changed = ended is not None
+        old_owners, from_generation, start_ms = ended if changed else (None, None, None)
     snapshot: dict[str, Any] = {
         "group": polled.group,
         "group_type": polled.group_type,
@@ -114,23 +125,59 @@ def observe(polled: PolledGroup, before: Seen | None, now_ms: int, previous_ms: 
         rebalance = _event("rebalance", polled.group, now_ms, sequence,
                            group_type=polled.group_type, protocol=polled.protocol,
                            from_generation=from_generation, to_generation=generation,
-                           start_ms=previous_ms, start_method=START_METHOD, end_ms=now_ms,
+                           start_ms=start_ms, start_method=START_METHOD, end_ms=now_ms,
                            sync_seconds=None, duration_seconds=None,
                            **diff_assignments(old_owners or {}, owners),
                            quality=assignment_quality(owners, subscriptions, None))
         snapshot["last_rebalance"] = rebalance
         events.append(rebalance)
-    return Seen(snapshot, settled), events
+    if polled.group_type == "classic":
+        return Seen(snapshot, settled), events
+    return Seen(snapshot, settled, baseline, pending), events
+
+
+def _converged(polled: PolledGroup) -> bool:
+    """Every member at the group's epoch with its target assignment (KIP-848)."""
+    epoch = polled.group_epoch
+    return polled.assignment_epoch == epoch and all(
+        m.member_epoch == epoch and m.target is not None and set(m.assigned) == set(m.target)
+        for m in polled.members)
+
+
+def _reconcile(polled: PolledGroup, owners: Owners, before: Seen | None, previous_ms: int | None
+               ) -> tuple[dict | None, dict | None, tuple[Owners, int, int | None] | None]:
+    """A KIP-848 group's (baseline, pending) after this poll, and the rebalance it ended, as
+    (owners at the last convergence, its epoch, the rebalance's earliest start), if it did."""
+    epoch = polled.group_epoch or 0
+    baseline = before.baseline if before is not None else None
+    pending = before.pending if before is not None else None
+    if not polled.members:  # nothing to converge: the next join starts from here
+        return {"epoch": epoch, "owners": {}}, None, None
+    if pending is None and baseline is not None and epoch > baseline["epoch"]:
+        pending = {"from_epoch": baseline["epoch"], "start_ms": previous_ms}
+    if not _converged(polled):
+        return baseline, pending, None
+    converged = {"epoch": epoch, "owners": owners}
+    if pending is not None:
+        return converged, None, (baseline["owners"], pending["from_epoch"], pending["start_ms"])
+    # A member's leave shows before its epoch bump: a convergence at the same epoch keeps the
+    # owners it is compared with, so the leaver's partitions count as moved.
+    return (converged if baseline is None else baseline), None, None
 
 
 def resumed(snapshot: Mapping[str, Any]) -> Seen:
     """What a poll would have left of a group whose snapshot the history kept (a restart):
     the next poll continues from it, so its generation, members and assignment carry on
     instead of starting again."""
-    owners = {m["member_id"]: {tuple(tp) for tp in m.get("assigned") or ()}
-              for m in snapshot.get("members") or ()}
-    settles = snapshot.get("group_type") != "classic" or snapshot.get("state") in ("Stable", "Empty")
-    return Seen(dict(snapshot), owners if settles else {})
+    members = snapshot.get("members") or ()
+    owners = {m["member_id"]: {tuple(tp) for tp in m.get("assigned") or ()} for m in members}
+    if snapshot.get("group_type") == "classic":
+        return Seen(dict(snapshot), owners if snapshot.get("state") in ("Stable", "Empty") else {})
+    epoch = snapshot.get("generation")
+    converged = all(m.get("member_epoch") == epoch and m.get("target") is not None
+                    and {tuple(tp) for tp in m["target"]} == owners[m["member_id"]]
+                    for m in members)
+    return Seen(dict(snapshot), owners, {"epoch": epoch, "owners": owners} if converged else None)
 
 
 def gone(name: str, before: Seen, now_ms: int,

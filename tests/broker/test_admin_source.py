@@ -297,3 +297,72 @@ def test_the_admin_source_writes_the_history(broker, tmp_path, capsys):
     finally:
         job.stop()
         members.kill_all()
+
+
+@pytest.mark.timeout(300)
+def test_kip848_partitions_moved_are_counted_when_they_change_hands(broker, tmp_path):
+    """A KIP-848 group on 6 partitions, 3 s heartbeats: its members take seconds to hand
+    partitions over after the epoch rises, while the admin source polls every 0.5 s. A member
+    leaving, then another joining: each rebalance counts as moved every partition whose owner
+    Kafka shows changed between the settled assignments before and after it (3 and 3), not
+    what had changed hands at the poll that saw the epoch rise."""
+    tag = uuid.uuid4().hex[:8]
+    topic, group = f"adm-moved-data-{tag}", f"adm-moved-{tag}"
+    create_topic(broker.bootstrap, topic, 6)
+    done = broker.run_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server",
+                           broker.bootstrap, "--entity-type", "groups", "--entity-name", group,
+                           "--alter", "--add-config", "consumer.heartbeat.interval.ms=3000")
+    assert done.returncode == 0, done.stdout + done.stderr
+    env = {"GROUPSCOPE_SOURCE__TYPE": "admin", "GROUPSCOPE_CLUSTER__NAME": CLUSTER,
+           "GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": broker.bootstrap,
+           "GROUPSCOPE_SOURCE__ADMIN_INTERVAL": "0.5s",
+           "GROUPSCOPE_HISTORY__PATH": str(tmp_path / "history")}
+    members = Members(broker, tmp_path)
+    job = AdminJob(load_config(None, env=env), start_exporter=False, start_poller=False).start()
+
+    def kafka_settled(count: int) -> dict[str, set] | None:
+        d = members.describe([group]).get(group) or {}
+        if "members" not in d:
+            return None  # not described yet
+        owners = {m["id"]: set(map(tuple, m["assigned"] or ())) for m in d["members"]}
+        settled = (len(owners) == count and d["group_epoch"] == d["target_epoch"]
+                   and all(m["epoch"] == d["group_epoch"]
+                           and owners[m["id"]] == set(map(tuple, m["target"] or ()))
+                           for m in d["members"]))
+        return (d["group_epoch"], owners) if settled else None
+
+    def counted(epoch: int, rebalances: int) -> bool:
+        """The job has seen the group settled at `epoch`, after `rebalances` rebalances."""
+        record = job.view.groups.get(group)
+        snapshot = record.snapshot if record is not None else None
+        return (snapshot is not None and record.rebalances > rebalances
+                and snapshot["generation"] == snapshot["assignment_epoch"] == epoch
+                and all(m["member_epoch"] == epoch and sorted(m["assigned"]) == sorted(m["target"])
+                        for m in snapshot["members"]))
+
+    def moved(old: dict[str, set], new: dict[str, set]) -> int:
+        owner = {tp: mid for mid, tps in old.items() for tp in tps}
+        return sum(1 for mid, tps in new.items() for tp in tps if owner.get(tp) not in (None, mid))
+
+    try:
+        members.start("k1", group, topic, "consumer", "uniform")
+        members.start("k2", group, topic, "consumer", "uniform")
+        epoch, before = until("two members settled", lambda: kafka_settled(2), timeout_s=90)
+        until("the two settled served", lambda: counted(epoch, -1), timeout_s=60)
+        for change in ("k2 leaves", "k3 joins"):
+            record = job.view.groups[group]
+            rebalances, moved_before = record.rebalances, record.partitions_moved
+            if change == "k2 leaves":
+                members.stop("k2")
+            else:
+                members.start("k3", group, topic, "consumer", "uniform")
+            epoch, after = until(f"{change}: settled", lambda: kafka_settled(
+                1 if change == "k2 leaves" else 2), timeout_s=90)
+            until(f"{change}: counted", lambda: counted(epoch, rebalances), timeout_s=60)
+            assert moved(before, after) == 3
+            assert (record.rebalances - rebalances,
+                    record.partitions_moved - moved_before) == (1, 3), change
+            before = after
+    finally:
+        job.stop()
+        members.kill_all()

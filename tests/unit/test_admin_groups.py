@@ -67,6 +67,47 @@ def test_a_kip848_group_rebalances_when_its_epoch_rises():
     assert snapshot["state"] == "Dead" and events[0]["event"] == "group_deleted"
 
 
+def test_a_kip848_rebalance_counts_the_partitions_handed_over_across_polls():
+    """The epoch rises at one poll, the members revoke and take partitions over the next ones:
+    the rebalance is counted once every member holds its target at the new epoch, with every
+    partition whose owner differs from the owner at the last convergence (the poll at the
+    rise saw none of them moved). A member's leave seen before the epoch bump still counts."""
+    def member(mid: str, epoch: int, held: tuple[int, ...], target: tuple[int, ...]):
+        return PolledMember(mid, None, f"client-{mid}", "/10.0.0.1", None, ("orders",),
+                            tuple(("orders", p) for p in held), epoch,
+                            tuple(("orders", p) for p in target))
+
+    def modern(epoch: int, target_epoch: int, *members: PolledMember) -> PolledGroup:
+        return PolledGroup("m", "consumer", "consumer", "uniform", "Stable", epoch, target_epoch,
+                           members, ())
+
+    everything = tuple(range(6))
+    seen, _ = observe(modern(4, 4, member("a", 4, (0, 1, 2), (0, 1, 2)),
+                             member("b", 4, (3, 4, 5), (3, 4, 5))), None, 1_000, None, 1)
+    # b leaves: its tombstone comes before the epoch bump, a converged at epoch 4 still
+    seen, events = observe(modern(4, 4, member("a", 4, (0, 1, 2), (0, 1, 2))), seen, 2_000,
+                           1_000, 2)
+    assert [e["event"] for e in events] == ["member_left"]
+    # c joins, epoch 6: a must give up nothing and take 3-5, c waits for what b had...
+    polls = [modern(6, 6, member("a", 4, (0, 1, 2), (0, 1, 2, 3)), member("c", 5, (), (4, 5))),
+             modern(6, 6, member("a", 6, (0, 1, 2, 3), (0, 1, 2, 3)), member("c", 5, (), (4, 5))),
+             modern(6, 6, member("a", 6, (0, 1, 2, 3), (0, 1, 2, 3)),
+                    member("c", 6, (4, 5), (4, 5)))]
+    found = []
+    for i, polled in enumerate(polls):
+        seen, events = observe(polled, seen, 3_000 + 1_000 * i, 2_000 + 1_000 * i, 3 + i)
+        found.append([e for e in events if e["event"] == "rebalance"])
+    assert found[0] == found[1] == []
+    [rebalance] = found[2]
+    assert (rebalance["from_generation"], rebalance["to_generation"]) == (4, 6)
+    assert rebalance["partitions_moved"] == [["orders", p] for p in (3, 4, 5)]
+    assert rebalance["members_left"] == ["b"] and rebalance["members_joined"] == ["c"]
+    assert rebalance["start_ms"] == 2_000  # the poll before the one that saw the rise
+    assert seen.baseline == {"epoch": 6, "owners": {"a": {("orders", p) for p in everything[:4]},
+                                                    "c": {("orders", 4), ("orders", 5)}}}
+    assert seen.snapshot["generation"] == 6 and seen.snapshot["last_rebalance"] == rebalance
+
+
 class _Client:
     def __init__(self, polls):
         self.polls = list(polls)
