@@ -1,6 +1,6 @@
-"""Consumer groups as the Kafka Admin API shows them at one moment, and what changed between two
-such looks: each group's state in the shape the log path gives (`GroupState.to_dict()`) and the
-events it would have emitted.
+"""Groups as the Kafka Admin API shows them at one moment (classic, KIP-848 consumer, share and
+streams groups), and what changed between two such looks: each group's state in the shape the log
+path gives (`GroupState.to_dict()`) and the events it would have emitted.
 
 Polling sees less than the log does, and says so:
 
@@ -17,7 +17,11 @@ Polling sees less than the log does, and says so:
   partitions are those whose owner then differs from the owner at that last convergence, so
   partitions revoked and handed over across several polls are all counted;
 - a rebalance's start and duration are unknown (`start_method: admin-poll`, the previous poll's
-  time as its earliest start, no duration): every generation between two polls is one.
+  time as its earliest start, no duration): every generation between two polls is one;
+- a share group is described without a target assignment (Kafka hands partitions out at once)
+  and its share-partitions by start offset and Kafka's lag only: their records' delivery state
+  (available, acknowledged, archived, delivery counts) is in `__share_group_state` alone;
+- a streams group's members show their tasks (subtopology, partition), as in the log.
 """
 from __future__ import annotations
 
@@ -38,21 +42,25 @@ class PolledMember:
     rack: str | None
     subscribed_topics: tuple[str, ...]
     assigned: tuple[tuple[str, int], ...]
-    member_epoch: int | None = None                      # KIP-848 only
-    target: tuple[tuple[str, int], ...] | None = None    # KIP-848 only
+    member_epoch: int | None = None                      # KIP-848, share, streams groups
+    target: tuple[tuple[str, int], ...] | None = None    # KIP-848 and streams groups
+    extra: tuple[tuple[str, Any], ...] = ()              # e.g. a streams member's standby tasks
 
 
 @dataclass(frozen=True)
 class PolledGroup:
     group: str
-    group_type: str            # classic | consumer
+    group_type: str            # classic | consumer | share | streams
     protocol_type: str
-    protocol: str | None       # classic: the chosen assignor; KIP-848: the server assignor
+    protocol: str | None       # classic: the chosen assignor; the others: the server assignor
     state: str
-    group_epoch: int | None    # KIP-848 only
+    group_epoch: int | None    # all but classic
     assignment_epoch: int | None
     members: tuple[PolledMember, ...]
     offsets: tuple[tuple[str, int, int, int, str], ...]  # (topic, partition, offset, epoch, metadata)
+    # share groups: (topic, topic id as Kafka prints it, partition, start offset, Kafka's lag),
+    # -1 where Kafka reports either unknown
+    share_offsets: tuple[tuple[str, str, int, int, int], ...] = ()
 
 
 Owners = dict[str, set[tuple[str, int]]]
@@ -137,10 +145,12 @@ def observe(polled: PolledGroup, before: Seen | None, now_ms: int, previous_ms: 
 
 
 def _converged(polled: PolledGroup) -> bool:
-    """Every member at the group's epoch with its target assignment (KIP-848)."""
+    """Every member at the group's epoch with its target assignment (a share group has none to
+    reach: its members take what they are given at once)."""
     epoch = polled.group_epoch
     return polled.assignment_epoch == epoch and all(
-        m.member_epoch == epoch and m.target is not None and set(m.assigned) == set(m.target)
+        m.member_epoch == epoch and (set(m.assigned) == set(m.target) if m.target is not None
+                                     else polled.group_type == "share")
         for m in polled.members)
 
 
@@ -174,9 +184,10 @@ def resumed(snapshot: Mapping[str, Any]) -> Seen:
     if snapshot.get("group_type") == "classic":
         return Seen(dict(snapshot), owners if snapshot.get("state") in ("Stable", "Empty") else {})
     epoch = snapshot.get("generation")
-    converged = all(m.get("member_epoch") == epoch and m.get("target") is not None
-                    and {tuple(tp) for tp in m["target"]} == owners[m["member_id"]]
-                    for m in members)
+    share = snapshot.get("group_type") == "share"
+    converged = all(m.get("member_epoch") == epoch and (
+        {tuple(tp) for tp in m["target"]} == owners[m["member_id"]] if m.get("target") is not None
+        else share) for m in members)
     return Seen(dict(snapshot), owners, {"epoch": epoch, "owners": owners} if converged else None)
 
 
@@ -196,7 +207,7 @@ def _member(m: PolledMember) -> dict[str, Any]:
         "subscribed_topics": list(m.subscribed_topics), "subscribed_topic_regex": None,
         "assigned": [list(tp) for tp in m.assigned], "member_epoch": m.member_epoch,
         "member_state": None, "target": [list(tp) for tp in m.target] if m.target is not None
-        else None, "pending_revocation": None, "extra": {},
+        else None, "pending_revocation": None, "extra": dict(m.extra),
     }
 
 

@@ -50,6 +50,10 @@ class SharePartition:
     # may hold no record (a transaction marker a consumer acknowledged as a gap), which only
     # the topic's own batches tell (`without_gaps`).
     archived_new: tuple[tuple[int, int], ...] = ()
+    # Kafka's own share lag where the share-partition was polled (source.type admin:
+    # DescribeShareGroupOffsets; UNKNOWN where Kafka has none), whose delivery state is then
+    # not known: no batches, no archived count. None: rebuilt from __share_group_state.
+    polled_lag: int | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -175,7 +179,10 @@ def apply_share_record(before: SharePartition | None, type_name: str, key: Mappi
 
 
 def records_by_state(sp: SharePartition) -> dict[str, int]:
-    """Records at or past the start offset in each written state (every state, zeros included)."""
+    """Records at or past the start offset in each written state (every state, zeros included;
+    none for a polled share-partition, whose states are not known)."""
+    if sp.polled_lag is not None:
+        return {}
     counts = {name: 0 for name in STATE_NAMES.values()}
     for b, first, last in _past(sp.batches, sp.start_offset):
         name = STATE_NAMES.get(b.delivery_state)
@@ -198,6 +205,16 @@ def share_lag(sp: SharePartition, end_offset: int | None) -> int | None:
     minus the start offset minus the records past it whose delivery is complete, never
     negative (an end offset polled before the group moved on is older than its state); None
     where Kafka reports it unknown."""
+    if sp.polled_lag is not None:
+        return None if sp.polled_lag == UNKNOWN else max(0, sp.polled_lag)
     if end_offset is None or sp.start_offset == UNKNOWN or sp.delivery_complete_count == UNKNOWN:
         return None
     return max(0, end_offset - sp.start_offset - sp.delivery_complete_count)
+
+
+def polled_share_partition(group: str, topic_id: str, partition: int, start_offset: int,
+                           lag: int) -> SharePartition:
+    """A share-partition as DescribeShareGroupOffsets shows it: its start offset and Kafka's
+    lag, its delivery state unknown."""
+    return SharePartition(group, topic_id, partition, start_offset, UNKNOWN, (),
+                          polled_lag=lag)

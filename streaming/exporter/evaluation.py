@@ -211,6 +211,8 @@ class Evaluator:
                 records.append(((*labels, state), n))
             for count, n in records_by_delivery_count(sp).items():
                 deliveries.append(((*labels, str(count)), n))
+            if sp.polled_lag is not None:
+                continue  # polled (source.type admin): what it archived is not known
             archived.append((labels, sp.archived_seen))
             group_archived[group] = group_archived.get(group, 0) + sp.archived_seen
         _out(sink, "kafka_sharegroup_lag").extend(((c, g), n) for g, n in sorted(group_lag.items()))

@@ -15,6 +15,7 @@ import time
 from typing import Callable
 
 from coordinator.admin_groups import Seen, gone, observe
+from coordinator.state.share_partition import polled_share_partition
 from streaming.config import Config
 from streaming.exporter.view import MonitorView
 from streaming.gc_pause import collector_paused
@@ -57,6 +58,7 @@ class AdminJob:
         self._history: PollHistory | None = None
         self._first = 0  # the first poll's number (continues the history's)
         self._history_failure: str | None = None
+        self._share_keys: set[tuple[str, str, int]] = set()  # share-partitions served
 
     def start(self) -> "AdminJob":
         from streaming.exporter.end_offset_poller import EndOffsetPoller
@@ -135,6 +137,7 @@ class AdminJob:
             snapshots.append(snapshot)
             events.extend(found)
         self._last_ms = now_ms
+        shares = self._share_partitions(polled)
         if self._history is not None:
             try:
                 self._history.write(sequence, snapshots, events)
@@ -146,7 +149,18 @@ class AdminJob:
         with self.view.lock:
             self.view.update_groups(snapshots)
             self.view.apply_events(events)
+            self.view.apply_share_state(shares, {}, {})
             self.view.set_offsets_topic_progress({}, True)  # every group is as of this poll
+
+    def _share_partitions(self, polled: list) -> dict:
+        """The share-partitions of the share groups polled (start offsets, Kafka's lag), and
+        those gone since the last poll (None)."""
+        now = {(g.group, topic_id, partition): polled_share_partition(
+                   g.group, topic_id, partition, start, lag)
+               for g in polled for _, topic_id, partition, start, lag in g.share_offsets}
+        gone = {key: None for key in self._share_keys if key not in now}
+        self._share_keys = set(now)
+        return {**gone, **now}
 
     def _drop_client(self) -> None:
         client, self._client = self._client, None

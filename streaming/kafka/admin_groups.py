@@ -1,7 +1,8 @@
-"""Consumer groups through the Kafka Admin API (kafka-python), for clusters whose
-`__consumer_offsets` cannot be read: ListGroups, DescribeGroups (classic groups),
-ConsumerGroupDescribe (KIP-848 groups; kafka-python has no request for it, so it is built from
-streaming/kafka/schemas) and OffsetFetch, one request per group coordinator each.
+"""Groups through the Kafka Admin API (kafka-python), for clusters whose `__consumer_offsets`
+cannot be read: ListGroups, DescribeGroups (classic groups), ConsumerGroupDescribe (KIP-848
+groups), ShareGroupDescribe and DescribeShareGroupOffsets (share groups), StreamsGroupDescribe
+(streams groups) and OffsetFetch, one request per group coordinator each. kafka-python has no
+request for the KIP-848, share and streams ones: they are built from streaming/kafka/schemas.
 
 What comes back is plain data (`coordinator.admin_groups.PolledGroup`), for the pure code that
 turns two polls into state and events.
@@ -18,6 +19,7 @@ from kafka.protocol.consumer import OffsetFetchRequest
 
 from coordinator.admin_groups import PolledGroup, PolledMember
 from streaming.gc_pause import collector_paused
+from streaming.kafka.offsets import kafka_topic_id
 from streaming.kafka.kafka_python_net import admin, close
 
 log = logging.getLogger("groupscope.admin")
@@ -25,12 +27,18 @@ CLASSIC_TYPES = ("classic",)
 OFFSET_FETCH_GROUPS = 10_000  # groups an OffsetFetch asks about: answers of a few MB each
 
 
-class ConsumerGroupDescribeRequest(ApiMessage, load_json="streaming.kafka.schemas"):
-    pass
+def _message(name: str) -> type[ApiMessage]:
+    """A request or response class from its schema in streaming/kafka/schemas (kafka-python
+    registers a response class as it is made, to read its request's answers with)."""
+    return type(name, (ApiMessage,), {}, load_json="streaming.kafka.schemas")
 
 
-class ConsumerGroupDescribeResponse(ApiMessage, load_json="streaming.kafka.schemas"):
-    pass
+(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ShareGroupDescribeRequest,
+ ShareGroupDescribeResponse, DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+ StreamsGroupDescribeRequest, StreamsGroupDescribeResponse) = (
+    _message(f"{api}{kind}") for api in ("ConsumerGroupDescribe", "ShareGroupDescribe",
+                                         "DescribeShareGroupOffsets", "StreamsGroupDescribe")
+    for kind in ("Request", "Response"))
 
 
 class AdminGroups:
@@ -50,15 +58,17 @@ class AdminGroups:
         classic = {g["group_id"]: g.get("protocol_type") or "" for g in listed
                    if g.get("group_type", "classic") == "classic"
                    and g.get("protocol_type") in ("consumer", "")}
-        modern = [g["group_id"] for g in listed if g.get("group_type") == "consumer"]
+        modern, share, streams = ([g["group_id"] for g in listed if g.get("group_type") == kind]
+                                  for kind in ("consumer", "share", "streams"))
         # An Empty classic group has no members, and Kafka describes it with nothing the
         # listing (ListGroups v4+) did not already say: most groups of a large estate are such
         # (consumers that assign their partitions themselves), so they are not described.
         empty = {g["group_id"] for g in listed if g.get("group_state") == "Empty"} & set(classic)
-        offsets = self._offsets([*classic, *modern])
+        offsets = self._offsets([*classic, *modern, *streams])
         groups = [*self._classic({g: t for g, t in classic.items() if g not in empty}, offsets),
                   *(_empty_classic(g, classic[g], offsets) for g in empty),
-                  *self._consumer(modern, offsets)]
+                  *self._consumer(modern, offsets), *self._share(share),
+                  *self._streams(streams, offsets)]
         return sorted(groups, key=lambda g: g.group)
 
     # -- requests ----------------------------------------------------------------------------
@@ -140,17 +150,10 @@ class AdminGroups:
             return []
         self.requests += 1
         out = []
-        for d in self._admin._manager.run(self._describe_consumer_groups, group_ids):
-            if d.error_code:
-                log.debug("describing consumer group %s: error %d", d.group_id, d.error_code)
-                continue
-            members = tuple(sorted((PolledMember(
-                member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
-                client_host=m.client_host, rack=m.rack_id,
-                subscribed_topics=tuple(sorted(m.subscribed_topic_names or ())),
-                assigned=_pairs(m.assignment), member_epoch=m.member_epoch,
-                target=_pairs(m.target_assignment)) for m in d.members),
-                key=lambda m: m.member_id))
+        for d in self._described(group_ids, ConsumerGroupDescribeRequest, 0, "consumer"):
+            members = _sorted(_member_of(m, _pairs(m.assignment), _pairs(m.target_assignment),
+                                         tuple(sorted(m.subscribed_topic_names or ())))
+                              for m in d.members)
             out.append(PolledGroup(group=d.group_id, group_type="consumer",
                                    protocol_type="consumer", protocol=d.assignor_name or None,
                                    state=d.group_state, group_epoch=d.group_epoch,
@@ -166,14 +169,84 @@ class AdminGroups:
             by_node[node].append(group_id)
         return by_node
 
-    async def _describe_consumer_groups(self, group_ids: list[str]) -> list:
+    def _share(self, group_ids: list[str]) -> Iterable[PolledGroup]:
+        if not group_ids:
+            return []
+        self.requests += 2
+        starts = self._admin._manager.run(self._share_offsets, group_ids)
+        out = []
+        for d in self._described(group_ids, ShareGroupDescribeRequest, 1, "share"):
+            members = _sorted(_member_of(m, _pairs(m.assignment), None,
+                                         tuple(sorted(m.subscribed_topic_names or ())))
+                              for m in d.members)
+            out.append(PolledGroup(group=d.group_id, group_type="share", protocol_type="share",
+                                   protocol=d.assignor_name or None, state=d.group_state,
+                                   group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
+                                   members=members, offsets=(),
+                                   share_offsets=starts.get(d.group_id, ())))
+        return out
+
+    def _streams(self, group_ids: list[str], offsets) -> Iterable[PolledGroup]:
+        if not group_ids:
+            return []
+        self.requests += 1
+        out = []
+        for d in self._described(group_ids, StreamsGroupDescribeRequest, 0, "streams"):
+            subtopologies = (d.topology.subtopologies or ()) if d.topology is not None else ()
+            sources = tuple(sorted({t for s in subtopologies for t in s.source_topics}
+                                   | {t.name for s in subtopologies
+                                      for t in s.repartition_source_topics}))
+            members = _sorted(_member_of(
+                m, _tasks(m.assignment.active_tasks), _tasks(m.target_assignment.active_tasks),
+                sources, extra=(
+                    ("process_id", m.process_id), ("topology_epoch", m.topology_epoch),
+                    ("standby_tasks", [list(t) for t in _tasks(m.assignment.standby_tasks)]),
+                    ("warmup_tasks", [list(t) for t in _tasks(m.assignment.warmup_tasks)])))
+                for m in d.members)
+            out.append(PolledGroup(group=d.group_id, group_type="streams",
+                                   protocol_type="streams", protocol=None, state=d.group_state,
+                                   group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
+                                   members=members, offsets=offsets.get(d.group_id, ())))
+        return out
+
+    def _described(self, group_ids: list[str], request, version: int, kind: str) -> list:
+        """The groups' descriptions without those Kafka answered with an error."""
+        out = []
+        for d in self._admin._manager.run(self._describe, group_ids, request, version):
+            if d.error_code:
+                log.debug("describing %s group %s: error %d", kind, d.group_id, d.error_code)
+                continue
+            out.append(d)
+        return out
+
+    async def _describe(self, group_ids: list[str], request, version: int) -> list:
         groups = []
         for node, ids in (await self._by_coordinator(group_ids)).items():
-            request = ConsumerGroupDescribeRequest(group_ids=ids, include_authorized_operations=False,
-                                                   max_version=0)
-            response = await self._admin._manager.send(request, node_id=node)
+            asked = request(group_ids=ids, include_authorized_operations=False,
+                            min_version=version, max_version=version)
+            response = await self._admin._manager.send(asked, node_id=node)
             groups.extend(response.groups)
         return groups
+
+    async def _share_offsets(self, group_ids: list[str]) -> dict[str, tuple]:
+        """Each share group's share-partitions: (topic, topic id, partition, start offset,
+        Kafka's lag), DescribeShareGroupOffsets v1 (v0, before Kafka 4.2: no lag, -1)."""
+        as_group = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
+        out: dict[str, tuple] = {}
+        for node, ids in (await self._by_coordinator(group_ids)).items():
+            request = DescribeShareGroupOffsetsRequest(
+                groups=[as_group(group_id=g, topics=None) for g in ids], max_version=1)
+            response = await self._admin._manager.send(request, node_id=node)
+            for group in response.groups:
+                if group.error_code:
+                    log.debug("share offsets of group %s: error %d", group.group_id,
+                              group.error_code)
+                    continue
+                out[group.group_id] = tuple(sorted(
+                    (t.topic_name, kafka_topic_id(t.topic_id), p.partition_index, p.start_offset,
+                     getattr(p, "lag", -1))
+                    for t in group.topics for p in t.partitions if not p.error_code))
+        return out
 
     def close(self) -> None:
         close(self._admin)
@@ -197,6 +270,24 @@ def _classic_member(m: dict) -> PolledMember:
     return PolledMember(member_id=m["member_id"], group_instance_id=m.get("group_instance_id"),
                         client_id=m.get("client_id", ""), client_host=m.get("client_host", ""),
                         rack=rack, subscribed_topics=topics, assigned=assigned)
+
+
+def _member_of(m, assigned, target, subscribed: tuple[str, ...], extra=()) -> PolledMember:
+    """A KIP-848, share or streams member as its group's describe answer gives it (a share
+    member has no instance id, nor a target)."""
+    return PolledMember(member_id=m.member_id, group_instance_id=getattr(m, "instance_id", None),
+                        client_id=m.client_id, client_host=m.client_host, rack=m.rack_id,
+                        subscribed_topics=subscribed, assigned=assigned,
+                        member_epoch=m.member_epoch, target=target, extra=extra)
+
+
+def _sorted(members: Iterable[PolledMember]) -> tuple[PolledMember, ...]:
+    return tuple(sorted(members, key=lambda m: m.member_id))
+
+
+def _tasks(tasks) -> tuple[tuple[str, int], ...]:
+    """A streams member's tasks as (subtopology, partition), as the log path names them."""
+    return tuple(sorted((t.subtopology_id, p) for t in tasks or () for p in t.partitions))
 
 
 def _pairs(assignment) -> tuple[tuple[str, int], ...]:

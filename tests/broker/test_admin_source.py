@@ -366,3 +366,64 @@ def test_kip848_partitions_moved_are_counted_when_they_change_hands(broker, tmp_
     finally:
         job.stop()
         members.kill_all()
+
+
+@pytest.mark.timeout(420)
+def test_the_admin_source_serves_share_and_streams_groups(broker, tmp_path):
+    """source.type admin serves the group types the log path serves: a share group (console
+    share consumers; ShareGroupDescribe, DescribeShareGroupOffsets) and a streams group (Kafka
+    Streams instances; StreamsGroupDescribe) as Kafka's own commands show them while members
+    come and go, the share-partitions' start offsets and lag as kafka-share-groups.sh
+    --offsets prints them, and no delivery-state series polling cannot know."""
+    import subprocess
+
+    from tests.broker.test_share_streams_groups import (
+        SHARE_CONSUMER, _from_earliest, _kafka_share, _kafka_share_offsets, _kafka_streams,
+        _our_share_offsets, _ours, _produce, _two_then_one)
+    from tests.support.streams_app import compile_streams_app, start_streams_app
+
+    run = uuid.uuid4().hex[:6]
+    share_topic, share_group = f"adm-share-in-{run}", f"adm-share-{run}"
+    source, sink, app_id = f"adm-streams-in-{run}", f"adm-streams-out-{run}", f"adm-streams-{run}"
+    for topic in (share_topic, source, sink):
+        create_topic(broker.bootstrap, topic, 3)
+    _produce(broker.bootstrap, share_topic, 200)
+    _produce(broker.bootstrap, source, 200)
+    _from_earliest(broker, [share_group])
+    classpath = compile_streams_app(broker, tmp_path / "classes")
+    env = {"GROUPSCOPE_SOURCE__TYPE": "admin", "GROUPSCOPE_CLUSTER__NAME": CLUSTER,
+           "GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": broker.bootstrap,
+           "GROUPSCOPE_SOURCE__ADMIN_INTERVAL": "0.5s", "GROUPSCOPE_LAG__POLL_INTERVAL": "0.5s",
+           "GROUPSCOPE_HISTORY__PATH": str(tmp_path / "history")}
+    job = AdminJob(load_config(None, env=env), start_exporter=False).start()
+    served = _Served(job)
+    try:
+        consumers = [broker.start_tool(SHARE_CONSUMER, "--bootstrap-server", broker.bootstrap,
+                                       "--topic", share_topic, "--group", share_group,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                     for _ in range(2)]
+        _two_then_one(consumers, lambda: _kafka_share(broker, share_group),
+                      lambda: _ours(served, share_group, "share"), "share consumers (admin)")
+        last: list = []
+
+        def offsets_agree() -> bool:
+            kafka = _kafka_share_offsets(broker, share_group)
+            samples = served.scrape()
+            shown = {tp: figures for tp, figures in kafka.items() if figures != (None, None)}
+            last[:] = [kafka, _our_share_offsets(samples, share_group), samples]
+            return len(kafka) == 3 and last[1] == shown
+
+        try:
+            until("share offsets as Kafka prints them", offsets_agree, timeout_s=60, poll_s=1.0)
+        except AssertionError:
+            raise AssertionError(f"Kafka {last[0]}\ngroupscope {last[1]}") from None
+        samples = last[2]
+        for name in ("kafka_sharegroup_partition_records", "kafka_sharegroup_archived_records_total",
+                     "kafka_sharegroup_partition_delivery_count_records"):
+            assert not [k for k in samples.get(name, {}) if ("group", share_group) in k], name
+        apps = [start_streams_app(broker, classpath, app_id, source, sink, tmp_path / f"state{i}")
+                for i in range(2)]
+        _two_then_one(apps, lambda: _kafka_streams(broker, app_id),
+                      lambda: _ours(served, app_id, "streams"), "streams instances (admin)")
+    finally:
+        job.stop()

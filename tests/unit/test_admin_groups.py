@@ -174,3 +174,58 @@ def test_the_admin_job_writes_the_history_and_a_restart_continues_it(tmp_path, c
     assert [e["event"] for e in events] == ["member_left", "rebalance", "member_joined",
                                             "rebalance"]
     assert len({e["offset"] for e in events if e["event"] == "rebalance"}) == 2
+
+
+def test_share_and_streams_groups_are_served_as_the_log_path_serves_them():
+    """A share group (no target assignment: its members take what they are given) rebalances
+    when its epoch rises and its members reach it; its polled share-partitions carry Kafka's
+    lag and no delivery state, and go when the group no longer lists them. A streams group's
+    members hold tasks (subtopology, partition), their standby tasks in `extra`."""
+    from coordinator.state.share_partition import records_by_state, share_lag
+
+    def sharer(mid: str, epoch: int, *partitions: int) -> PolledMember:
+        return PolledMember(mid, None, "console-share-consumer", "/10.0.0.2", None, ("orders",),
+                            tuple(("orders", p) for p in partitions), epoch)
+
+    def share(epoch: int, *members: PolledMember, offsets=()) -> PolledGroup:
+        return PolledGroup("s", "share", "share", "simple", "Stable", epoch, epoch, members, (),
+                           offsets)
+
+    first, _ = observe(share(2, sharer("a", 2, 0, 1)), None, 1_000, None, 1)
+    assert first.baseline == {"epoch": 2, "owners": {"a": {("orders", 0), ("orders", 1)}}}
+    assert first.snapshot["members"][0]["target"] is None
+    _, events = observe(share(4, sharer("a", 4, 0), sharer("b", 4, 1)), first, 2_000, 1_000, 2)
+    assert [e["event"] for e in events] == ["member_joined", "rebalance"]
+    assert events[1]["partitions_moved"] == [["orders", 1]]
+
+    streams = PolledGroup("app", "streams", "streams", None, "Stable", 3, 3, (PolledMember(
+        "x", None, "app-client", "/10.0.0.3", None, ("in",), (("0", 0), ("0", 1)), 3,
+        (("0", 0), ("0", 1)), (("standby_tasks", [["1", 0]]),)),), (("in", 0, 5, -1, ""),))
+    seen, _ = observe(streams, None, 1_000, None, 1)
+    member = seen.snapshot["members"][0]
+    assert member["assigned"] == [["0", 0], ["0", 1]] and member["extra"] == {
+        "standby_tasks": [["1", 0]]}
+    assert seen.snapshot["offsets"][0]["offset"] == 5
+
+    topic_id = "AAAAAAAAAAAAAAAAAAAAAQ"
+    config = load_config(None, env={"GROUPSCOPE_SOURCE__TYPE": "admin"})
+    client = _Client([[share(2, sharer("a", 2, 0, 1), offsets=(("orders", topic_id, 0, 7, 3),
+                                                                ("orders", topic_id, 1, -1, -1)))],
+                      [share(2, sharer("a", 2, 0, 1), offsets=(("orders", topic_id, 0, 9, 0),))]])
+    job = AdminJob(config, start_exporter=False, start_poller=False, client_factory=lambda: client)
+    assert job.poll_once()
+    polled = job.view.share_partitions[("s", topic_id, 0)]
+    assert (polled.start_offset, share_lag(polled, 100)) == (7, 3)  # Kafka's, whatever the end
+    assert records_by_state(polled) == {}
+    assert share_lag(job.view.share_partitions[("s", topic_id, 1)], 100) is None
+    job.view.update_topic_metadata({topic_id: "orders"}, {"orders": 2})
+    series = {(f.name, values): v for f in build_families(job.view) for values, v in f.samples}
+    labels = ("default", "s", "orders", "0")
+    assert series[("kafka_sharegroup_partition_start_offset", labels)] == 7
+    assert series[("kafka_sharegroup_partition_lag", labels)] == 3
+    assert series[("kafka_sharegroup_lag", ("default", "s"))] == 3
+    unknown = ("kafka_sharegroup_partition_records", "kafka_sharegroup_archived_records",
+               "kafka_sharegroup_partition_archived_records")
+    assert not [key for key in series if key[0] in unknown]  # not known: absent, not 0
+    assert job.poll_once()
+    assert list(job.view.share_partitions) == [("s", topic_id, 0)]
