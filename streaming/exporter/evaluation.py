@@ -116,6 +116,10 @@ class Evaluator:
         if group.snapshot is not None:
             self._info(group, group.snapshot, sink)
             self._assignment(group, group.snapshot, sink)
+        if group.name in self.view.seeded:
+            # The launch seed's look knows no counter, duration or generation: absent until
+            # the log brings the group (a 0 there would read as a reset, then a burst).
+            return
         key = (self.cluster, group.name)
         _out(sink, "kafka_consumergroup_rebalances").append((key, group.rebalances))
         _out(sink, "kafka_consumergroup_rebalance_partitions_moved").append(
@@ -139,8 +143,9 @@ class Evaluator:
             ((c, name, snapshot.get("group_type") or "", snapshot.get("protocol_type") or "",
               snapshot.get("protocol") or "", snapshot.get("state") or "",
               "" if where is None else str(where)), 1))
-        _out(sink, "kafka_consumergroup_generation").append(
-            ((c, name), int(snapshot.get("generation") or 0)))
+        if name not in self.view.seeded:
+            _out(sink, "kafka_consumergroup_generation").append(
+                ((c, name), int(snapshot.get("generation") or 0)))
         members = len(snapshot.get("members") or ())
         _out(sink, "kafka_consumergroup_members").append(
             ((c, name, name) if self.ke else (c, name), members))

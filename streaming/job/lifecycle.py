@@ -26,7 +26,7 @@ from streaming.job.checkpoint_layout import StateLayout, checkpoint_lineage, sta
 from streaming.errors import UserError
 from streaming.pipeline.decode_stage import MONITOR_KEY, SKIP_LABELS, decoded_stream
 from streaming.gc_pause import collector_paused
-from streaming.job.state_restore import committed_state
+from streaming.job.state_restore import checkpoint_is_new, committed_state
 from streaming.job.history import HISTORY_EVENTS, HistoryWriter, batch_base
 from streaming.job.history_layout import highest_batch
 from streaming.kafka.offsets import OFFSETS_TOPIC, READ_REFUSED, NotAuthorized
@@ -444,11 +444,25 @@ class Job:
                                           else None,
                                           **(cache.poller_hooks(settings.interval_s)
                                              if cache is not None else {})).start()
-        # The Admin API shows the cluster's groups: a seed only for a job that reads their log.
-        if log_source and config.source.admin_seed and config.source.topic == OFFSETS_TOPIC:
-            self.seed = AdminSeed(self.view, admin_groups_factory(config),
-                                  self._offsets_client_factory, config.source.topic,
-                                  set(config.source.partitions)).start()
+        # The Admin API shows the cluster's groups: a seed only for a job that reads their log,
+        # and before Spark only for a checkpoint with nothing to restore. Otherwise it starts
+        # once the checkpoint's groups are served (`start`), and seeds only those it lacks: a
+        # seed first would serve its look's unknown counters as 0 and its offsets, then the
+        # checkpoint's older ones, and every served counter and offset would go back.
+        if self._wants_seed and checkpoint_is_new(config.checkpoint.path):
+            self._start_seed()
+
+    @property
+    def _wants_seed(self) -> bool:
+        config = self.config
+        return (self._reads_kafka and config.source.admin_seed
+                and config.source.topic == OFFSETS_TOPIC and self.seed is None)
+
+    def _start_seed(self) -> None:
+        config = self.config
+        self.seed = AdminSeed(self.view, admin_groups_factory(config),
+                              self._offsets_client_factory, config.source.topic,
+                              set(config.source.partitions)).start()
 
     def start(self):
         from streaming.pipeline.shard_state import STATE_SHARDS
@@ -504,6 +518,8 @@ class Job:
             self.sink.restore_monitor(state.monitor)
         else:
             progress.refresh_target()
+        if self._wants_seed:  # what the checkpoint restored is served: the seed adds the rest
+            self._start_seed()
         self._lookup = LookupServer(self.lane.lookup, driver_host(self.spark))
         self._stream = build_pipeline(self.spark, config, layout, self._lookup.client(),
                                       self._source_df)

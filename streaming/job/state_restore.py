@@ -14,6 +14,7 @@ that could decide it.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,15 @@ from streaming.pipeline.monitor_rows import MONITOR_KEY
 from streaming.pipeline.shard_state import BUCKET_MAP, GROUP_MAP, unpack_entries
 
 log = logging.getLogger("groupscope.job")
+
+
+def checkpoint_is_new(checkpoint: str) -> bool:
+    """Whether the job's `checkpoint.path` has no committed micro-batch, known without Spark
+    (a local path); False when only Spark can tell (a Hadoop file system's URI)."""
+    if "://" in checkpoint and not checkpoint.startswith("file:"):
+        return False
+    commits = os.path.join(checkpoint.removeprefix("file:"), "query", "commits")
+    return not (os.path.isdir(commits) and any(name.isdigit() for name in os.listdir(commits)))
 
 
 def has_committed_batch(spark, query_checkpoint: str) -> bool:
