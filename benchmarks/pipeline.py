@@ -51,6 +51,7 @@ from benchmarks._process_cpu import tree_cpu_seconds
 from benchmarks.commit_load import final_offset, group_name, topic_of
 from tests.support.jvm_children import children_of
 from tests.support.kafka_broker import start_kafka
+from benchmarks._stopping import stop_everything_at_exit
 
 def base_config(args, workdir: str, name: str, bootstrap: str, starting: str,
                 trigger_s: float | None, max_records: int | None):
@@ -155,6 +156,8 @@ def stage_runs(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     """The pipeline cut after each stage, each into Spark's no-op sink (trigger availableNow):
     the cost of each stage is the difference to the previous line."""
     from streaming.pipeline.decode_stage import decoded_stream
+    from streaming.offsets.lane import OffsetsLane
+    from streaming.offsets.lookup import LookupServer
     from streaming.pipeline.state_stage import GroupProcessor, stateful_stage
     from streaming.sources import build_source
 
@@ -163,7 +166,8 @@ def stage_runs(spark, args, workdir: str, bootstrap: str, cpu: Cpu) -> None:
     in_task = build_source(spark, config, decoded=True)
     stages = [("source", source), ("source+decode mapInArrow", decoded_stream(source)),
               ("source decoding in task", in_task),
-              ("... +state", stateful_stage(in_task, GroupProcessor()))]
+              ("... +state", stateful_stage(in_task, GroupProcessor(
+                  LookupServer(OffsetsLane().lookup).client())))]
     for run, (label, frame) in enumerate(stages * 2):
         before, jvm_before = cpu.sample(), cpu.jvm_alone()
         started = time.perf_counter()
@@ -355,4 +359,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()

@@ -28,6 +28,7 @@ from coordinator import partition_for
 from tests.support.memory_state import MemoryHandle
 from benchmarks._records import T0, commit_key, commit_value
 from benchmarks.commit_load import group_name, topic_of
+from benchmarks._stopping import stop_everything_at_exit
 
 POLL_RECORDS = 20_000   # records per Arrow batch, as the source's polls deliver them
 
@@ -69,6 +70,7 @@ def main() -> None:
     import pyarrow as pa
 
     from streaming.pipeline.decode_stage import decode_partition
+    from streaming.offsets.lane import OffsetsLane, split_commits
     from streaming.pipeline.state_stage import GroupProcessor
     from streaming.job.lifecycle import BatchSink, OffsetsTopicProgress
     from streaming.job.history import HistoryWriter
@@ -93,7 +95,8 @@ def main() -> None:
     frame = table.to_pandas()
     by_group = {name: pd.DataFrame(list(part.itertuples(index=False)))
                 for name, part in frame.groupby("group", sort=True)}
-    processor = GroupProcessor()
+    lane = OffsetsLane()
+    processor = GroupProcessor(lane)
     handle = MemoryHandle()
     processor.init(handle)
 
@@ -108,14 +111,17 @@ def main() -> None:
     outputs = timed(f"processor ({len(by_group)} keys, in-memory state)", records, process)
     rows = pd.concat(outputs, ignore_index=True)
     print(f"    {len(rows):,} output rows")
+    commits, rest = split_commits(pa.Table.from_pandas(rows, preserve_index=False))
     with tempfile.TemporaryDirectory() as tmp:
         view = MonitorView()
         sink = BatchSink(view, HistoryWriter(os.path.join(tmp, "history"), "parquet"),
-                         OffsetsTopicProgress(None), 300.0)
-        timed("sink (view update + history)", records, lambda: sink.handle_rows(
-            zip(rows["group"], rows["kind"], rows["payload"], rows["ts_ms"]), 0))
+                         OffsetsTopicProgress(None), 300.0, lane=lane)
+        timed("sink (offsets lane, view update, history)", records, lambda: sink.handle_rows(
+            zip(*(rest.column(n).to_pylist() for n in ("group", "kind", "payload", "ts_ms"))), 0,
+            commits))
         print(f"    {len(view.groups)} groups in the view")
 
 
 if __name__ == "__main__":
+    stop_everything_at_exit()
     main()
