@@ -53,6 +53,7 @@ from tests.support.jvm_children import children_of
 from tests.support.kafka_broker import start_kafka
 from benchmarks._stopping import stop_everything_at_exit
 
+
 def base_config(args, workdir: str, name: str, bootstrap: str, starting: str,
                 trigger_s: float | None, max_records: int | None):
     """The job's defaults but where it reads and keeps its state; `trigger_s` None keeps the
