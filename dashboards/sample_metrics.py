@@ -212,6 +212,10 @@ def _monitor_samples(name: str, t: float) -> list[Sample]:
                                              ({"reason": "malformed"}, 0)],
         "groupscope_offsets_topic_lag": [({"partition": str(p)}, 5 * p) for p in range(3)],
         "groupscope_build_info": [({"version": "0.1.0"}, 1)],
+        # a principal without READ on __share_group_state (share groups' delivery state)
+        "groupscope_source_refusal_info": [
+            ({"found_by": "share-state", "error": "this principal may not READ topic "
+              "__share_group_state: grant it READ, or set source.share_state: false"}, 1)],
         "groupscope_share_state_records_total": [({"type_name": "share_snapshot"}, 20),
                                                  ({"type_name": "share_update"}, 100 + 5 * t)],
         "groupscope_share_state_records_skipped_total": [({"reason": "truncated"}, 0)],

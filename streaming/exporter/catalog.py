@@ -299,6 +299,10 @@ CATALOG: tuple[MetricFamily, ...] = (
     _f("groupscope_source_access_denied", GAUGE,
        "1 while the cluster refuses this job: its credentials or TLS, or an ACL on the source "
        "topic (/healthz and the log name which, and what to fix).", C),
+    _f("groupscope_source_refusal_info", GAUGE,
+       "1 for each refusal the cluster gives this job now, by the client that met it (found_by) "
+       "and what it says and what to fix (error, as /healthz and the log say it).",
+       C + ("found_by", "error")),
     _f("groupscope_topics_without_metadata", GAUGE,
        "Topics groups commit to that metadata does not show (deleted, or no DESCRIBE ACL): "
        "their lag is unknown.", C),

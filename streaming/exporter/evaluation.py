@@ -86,6 +86,10 @@ def log_part(view: MonitorView) -> list[ColumnFamily]:
     return log_families(view, view.topic_table())
 
 
+# A refusal's label keeps its first characters: the what and the fix, not a whole stack.
+REFUSAL_LABEL_CHARS = 300
+
+
 def _out(sink: Sink, name: str) -> list:
     samples = sink.get(name)
     if samples is None:
@@ -240,6 +244,9 @@ class Evaluator:
         _out(sink, "groupscope_source_up").append(((c,), 1 if view.source_up else 0))
         _out(sink, "groupscope_source_access_denied").append(
             ((c,), 1 if view.source_refusal else 0))
+        refusals = _out(sink, "groupscope_source_refusal_info")
+        for found_by, refusal in sorted(view.source_refusals.items()):
+            refusals.append(((c, found_by, refusal[:REFUSAL_LABEL_CHARS]), 1))
         _out(sink, "groupscope_topics_without_metadata").append(((c,), view.topics_without_metadata))
         _out(sink, "groupscope_batch_duration_seconds").append(((c,), view.batch_duration))
         _out(sink, "groupscope_end_offsets_poll_duration_seconds").append(

@@ -616,6 +616,7 @@ def test_exposition_matches_the_catalog(served, clock, compat, granularity, memb
                         "duration_seconds": 1.0, "sync_seconds": 0.1, "partitions_moved": []}])
     view.set_record_totals({"offset_commit": 1}, {"malformed": 1})
     view.set_offsets_topic_progress({0: 0}, ready=True)
+    view.set_source_refusal("connect", "authentication failed (SASL PLAIN): check the password")
     seen: dict[str, set[frozenset[str]]] = {}
     for family in text_string_to_metric_families(scrape(port)[1]):
         for sample in family.samples:

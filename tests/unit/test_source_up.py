@@ -42,6 +42,10 @@ def _gauge(view: MonitorView, name: str) -> float | None:
     return next((v for f in build_families(view) if f.name == name for _, v in f.samples), None)
 
 
+def _samples(view: MonitorView, name: str) -> list:
+    return next((list(f.samples) for f in build_families(view) if f.name == name), [])
+
+
 def _healthz(view: MonitorView) -> tuple[str, str]:
     answer = {}
     body = metrics_app(MetricsCache(view), ExporterSettings())(
@@ -69,8 +73,12 @@ def test_refused_credentials_are_named_and_the_next_poll_waits():
         "source refused the connection: authentication failed (SASL SCRAM-SHA-512): ")
     assert _gauge(view, "groupscope_source_access_denied") == 1
     assert _gauge(view, "groupscope_source_up") == 0
+    (labels, value), = _samples(view, "groupscope_source_refusal_info")
+    assert value == 1 and labels[0] == "c" and labels[2].startswith(
+        "authentication failed (SASL SCRAM-SHA-512): ")
     assert 0.5 < poller._refused.wait_s() <= 1.0  # not at the next interval: later
     factories.pop(0)
     assert poller.poll_once()
     assert _gauge(view, "groupscope_source_access_denied") == 0
     assert view.source_refusal is None
+    assert _samples(view, "groupscope_source_refusal_info") == []
