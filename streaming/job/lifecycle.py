@@ -30,6 +30,7 @@ from streaming.job.state_restore import checkpoint_is_new, committed_state
 from streaming.job.history import HISTORY_EVENTS, HistoryWriter, batch_base
 from streaming.job.history_layout import highest_batch
 from streaming.kafka.offsets import OFFSETS_TOPIC, READ_REFUSED, NotAuthorized
+from streaming.kafka.refusals import refusal_of
 from streaming.job.history_maintenance import HistoryMaintenance
 from streaming.job.history_totals import restore
 from streaming.job.admin_seed import AdminSeed
@@ -100,7 +101,10 @@ class OffsetsTopicProgress:
             log.debug("could not read the end offsets of the offsets topic: %s", exc)
             return
         except Exception as exc:  # the poll is retried next batch; the stream goes on
-            log.warning("could not read the end offsets of the offsets topic: %s", exc)
+            if refusal_of(exc) is not None:  # credentials or TLS: the poller says it, once
+                log.debug("could not read the end offsets of the offsets topic: %s", exc)
+            else:
+                log.warning("could not read the end offsets of the offsets topic: %s", exc)
             return
         self._answered_at = now
         self.latest_ends = ends

@@ -97,3 +97,27 @@ def test_kafka_python_lines_about_a_refusal_and_a_refused_fetch_are_dropped(capl
     assert [r.getMessage() for r in caplog.records] == [
         "Bootstrap connection to bootstrap-0 failed: KafkaConnectionError: connection refused "
         "(backoff 0.05 secs)"]
+
+
+def test_the_progress_poll_leaves_a_refusal_to_the_end_offset_poller(caplog):
+    """The job's own look at the offsets topic's end offsets meets the same refusal as the
+    end-offset poller, which says it once: the look says nothing more than a debug line."""
+    import logging
+
+    from kafka.errors import SaslAuthenticationFailedError
+
+    from streaming.job.lifecycle import OffsetsTopicProgress
+
+    def refused():
+        raise SaslAuthenticationFailedError("Authentication failed during authentication due to "
+                                            "invalid credentials with SASL mechanism SCRAM-SHA-512")
+
+    def broken():
+        raise RuntimeError("the broker went away")
+
+    with caplog.at_level(logging.DEBUG, logger="groupscope.job"):
+        OffsetsTopicProgress(refused).refresh_target()
+        OffsetsTopicProgress(broken).refresh_target()
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "groupscope.job"]
+    assert [level for level, _ in said] == [logging.DEBUG, logging.WARNING]
+    assert "went away" in said[1][1]
