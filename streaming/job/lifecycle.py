@@ -511,7 +511,7 @@ class Job:
                 counted_through = written - history.batch_base
         progress = OffsetsTopicProgress(self._progress_target,
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
-        if state is not None:
+        if len(self.lane.table):  # fresher than any snapshot the history holds
             everything = self.lane.everything()
             self.view.apply_offsets(everything.applied)
             log.info("restored %d committed offsets from the offsets lane",
