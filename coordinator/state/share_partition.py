@@ -146,16 +146,17 @@ def without_gaps(sp: SharePartition, gaps: Iterable[int]) -> SharePartition:
 
 def apply_share_record(before: SharePartition | None, type_name: str, key: Mapping[str, Any],
                        value: Mapping[str, Any] | None, timestamp_ms: int,
-                       counted: bool = True) -> SharePartition | None:
+                       counted: bool = True, archived_before: int = 0) -> SharePartition | None:
     """The share-partition after one `__share_group_state` record (None: it is gone). With
     `counted` false (a record from before the job started), offsets it archives change the state
     but not `archived_seen`: a counter that began again from the backlog at each start would
-    read as new archives."""
+    read as new archives. `archived_before`: the counter a share-partition new to `before`
+    starts from (what an earlier run of the job had counted)."""
     if value is None:
         return None
     group, topic_id, partition = key["group_id"], key["topic_id"], int(key["partition"])
     complete = int(value.get("delivery_complete_count", UNKNOWN))
-    seen = before.archived_seen if before is not None else 0
+    seen = before.archived_seen if before is not None else archived_before
     if type_name == "share_snapshot":
         batches = _batches(value)
         same_epoch = before is not None and before.state_epoch == int(value["state_epoch"])

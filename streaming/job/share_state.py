@@ -11,6 +11,7 @@ across a restart, and no state is stored twice.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import shutil
@@ -40,8 +41,13 @@ class ShareStateSink:
 
     def __init__(self, view: MonitorView, keep_group: Callable[[str], bool],
                  stopping: threading.Event, backlog: Mapping[int, int] | None = None,
-                 gaps: Callable[[Mapping[tuple[str, int], list]], Mapping] | None = None) -> None:
+                 gaps: Callable[[Mapping[tuple[str, int], list]], Mapping] | None = None,
+                 counted: ArchivedCounts | None = None) -> None:
         self.view = view
+        # The archived counters an earlier run left (the backlog above is not counted again):
+        # each share-partition goes on from its own, and the counters are kept after each batch.
+        self.counted = counted
+        self._counted_before = counted.load() if counted is not None else {}
         self.keep_group = keep_group
         self.stopping = stopping
         # partition -> its end offset when the job started reading: archives written before it
@@ -81,13 +87,18 @@ class ShareStateSink:
             before = changed[part] if part in changed else self.view.share_partitions.get(part)
             after = changed[part] = apply_share_record(
                 before, record.type_name, k, record.value, _millis(timestamp),
-                counted=offset >= self.backlog.get(partition, 0))
+                counted=offset >= self.backlog.get(partition, 0),
+                archived_before=self._counted_before.pop(part, 0) if before is None else 0)
             if after is None:
                 archived.pop(part, None)
             elif after.archived_new:
                 archived.setdefault(part, []).extend(after.archived_new)
         self._take_out_gaps(changed, archived)
         self.view.apply_share_state(changed, records, skipped)
+        if self.counted is not None and changed:
+            with self.view.lock:
+                held = {part: sp.archived_seen for part, sp in self.view.share_partitions.items()}
+            self.counted.keep({**self._counted_before, **held})
 
     def _take_out_gaps(self, changed: dict[Key, SharePartition | None],
                        archived: Mapping[Key, list[tuple[int, int]]]) -> None:
@@ -121,6 +132,38 @@ def _millis(timestamp: Any) -> int:
     return int(timestamp.timestamp() * 1000) if timestamp is not None else 0
 
 
+class ArchivedCounts:
+    """Each share-partition's archived counter, kept beside the checkpoint (a JSON file written
+    whole, then renamed): `__share_group_state` is read from its start at each launch, and what
+    it held then is state, not news, so without it the counters would start from 0 again."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def load(self) -> dict[Key, int]:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                rows = json.load(handle)
+            return {(str(g), str(t), int(p)): int(n) for g, t, p, n in rows}
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("%s cannot be read (%s): share groups' archived counters start again",
+                        self.path, exc)
+            return {}
+
+    def keep(self, counts: Mapping[Key, int]) -> None:
+        rows = [[g, t, p, n] for (g, t, p), n in sorted(counts.items())]
+        temporary = f"{self.path}.tmp"
+        try:
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+            with open(temporary, "w", encoding="utf-8") as handle:
+                json.dump(rows, handle)
+            os.replace(temporary, self.path)
+        except OSError as exc:
+            log.warning("cannot keep share groups' archived counters in %s: %s", self.path, exc)
+
+
 class ShareStateQuery:
     """The second query: started after the job's main query, stopped with it. A failure (the
     topic refused to this principal, the cluster gone) is said in one line and the query starts
@@ -141,6 +184,10 @@ class ShareStateQuery:
         self._build_source = build_source
         self._gaps = _record_gaps(config)
         self.checkpoint = os.path.join(config.checkpoint.path, "share-state")
+        # Kept as a local file: a checkpoint on a Hadoop file system keeps no such counters.
+        local = "://" not in config.checkpoint.path or config.checkpoint.path.startswith("file:")
+        self._counted = ArchivedCounts(os.path.join(config.checkpoint.path.removeprefix("file:"),
+                                                    "share-archived.json")) if local else None
         self._trigger = f"{int(config.trigger.interval * 1000)} milliseconds"
         self.query = None
         self._refusal_said: str | None = None
@@ -171,7 +218,7 @@ class ShareStateQuery:
                      SHARE_STATE_TOPIC, exc)
             backlog = {}
         sink = ShareStateSink(self.view, self.keep_group, self._stopped, backlog,
-                              self._gaps.gaps)
+                              self._gaps.gaps, self._counted)
         with self.view.lock:  # what the last run held goes: it is read again
             stale = {key: None for key in self.view.share_partitions}
         self.view.apply_share_state(stale, {}, {})

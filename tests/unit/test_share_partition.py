@@ -254,3 +254,33 @@ def test_offsets_that_hold_no_record_are_not_counted_as_archived() -> None:
                     -1, [_batch(3, 3, ARCHIVED, 1)], complete=1))), 0, 7, None)])
     assert len(asked) == 1
     assert view.share_partitions[("g", other["topic_id"], 2)].archived_seen == 1
+
+
+def test_archived_counters_go_on_across_a_restart(tmp_path) -> None:
+    """What a run counted is kept beside the checkpoint: the next run reads the topic from its
+    start again, counts nothing of that backlog, and each share-partition's counter goes on from
+    where it was instead of starting again from 0 (a reset to Prometheus)."""
+    import threading
+
+    from streaming.exporter.view import MonitorView
+    from streaming.job.share_state import ArchivedCounts, ShareStateSink
+
+    def row(value: dict, offset: int, kind: str = "share_update", rtype: int = 1):
+        return (*encode_share_state(make_record(rtype, kind, KEY, value)), 0, offset, None)
+
+    log = [row(_snapshot(0, [], complete=0), 0, "share_snapshot", 0),
+           row(_update(-1, [_batch(0, 3, ARCHIVED, 5)], complete=4), 1),
+           row(_update(-1, [_batch(4, 5, ARCHIVED, 1)], complete=6), 2)]
+    counted = ArchivedCounts(str(tmp_path / "share-archived.json"))
+    first = MonitorView()
+    ShareStateSink(first, lambda g: True, threading.Event(), {}, counted=counted).apply(log)
+    (sp,) = first.share_partitions.values()
+    assert sp.archived_seen == 6
+    # The restart: the whole log is backlog now, and one more archive follows it.
+    log.append(row(_update(-1, [_batch(6, 6, ARCHIVED, 1)], complete=7), 3))
+    again = MonitorView()
+    ShareStateSink(again, lambda g: True, threading.Event(), {0: 3}, counted=counted).apply(log)
+    (sp,) = again.share_partitions.values()
+    assert sp.archived_seen == 7
+    assert ArchivedCounts(str(tmp_path / "share-archived.json")).load() == {
+        (sp.group, sp.topic_id, sp.partition): 7}
