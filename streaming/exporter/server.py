@@ -95,6 +95,8 @@ def _health(view: MonitorView) -> str:
         ready, up, polled = view.ready, view.source_up, view.last_poll_s is not None
         refusals, failures = dict(view.source_refusals), view.poll_failures
         seeded = len(view.seeded)
+    if view.stopping:
+        return "stopping: what is served no longer follows the cluster"
     refused = next((refusals[k] for k in _CONNECTION_REFUSALS if k in refusals), None)
     if refused:
         return f"source refused the connection: {refused}"

@@ -176,6 +176,8 @@ class MonitorView:
         # metadata this principal may see.
         self.source_refusals: dict[str, str] = {}
         self.source_up = True  # False while the end-offset poller cannot reach the cluster
+        # Set when the job begins to stop: from then on nothing it serves moves on any more.
+        self.stopping = False
         self.topics_without_metadata = 0
         self.batch_duration = Histogram(FAST_BUCKETS)
         self.poll_duration = Histogram(FAST_BUCKETS)

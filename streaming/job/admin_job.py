@@ -174,6 +174,7 @@ class AdminJob:
             pass
 
     def stop(self) -> None:
+        self.view.stopping = True
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.config.lag.timeout * 3)

@@ -95,6 +95,9 @@ class Fleet:
             thread.join(timeout=5)
 
     def stop(self) -> None:
+        # Every cluster stops following its log now, though their stops take turns.
+        for job in self.jobs:
+            job.view.stopping = True
         for job in self.jobs:
             try:
                 job.stop()

@@ -604,6 +604,7 @@ class Job:
         return self.query
 
     def stop(self) -> None:
+        self.view.stopping = True  # /healthz says so while the batch in flight ends
         # The progress poller goes first: it calls into the query.
         if self._timing is not None:
             self._timing.stop()

@@ -82,3 +82,29 @@ def test_refused_credentials_are_named_and_the_next_poll_waits():
     assert _gauge(view, "groupscope_source_access_denied") == 0
     assert view.source_refusal is None
     assert _samples(view, "groupscope_source_refusal_info") == []
+
+
+def test_a_stopping_job_is_not_ok_while_its_stop_takes_turns():
+    """Once a job (or a fleet of them) begins to stop, what it serves no longer follows the
+    cluster, however long the batch in flight takes to end: /healthz says so at once, for every
+    cluster of a fleet."""
+    from streaming.job.fleet import Fleet
+
+    class _Stopping:
+        def __init__(self, view: MonitorView, seen: list) -> None:
+            self.view, self.seen = view, seen
+
+        def stop(self) -> None:  # the others' health while this one stops
+            self.seen.append([_healthz(job.view)[1] for job in fleet.jobs])
+
+    seen: list = []
+    views = [MonitorView(ViewSettings(cluster=name), clock=lambda: T0) for name in "ab"]
+    for view in views:
+        view.set_offsets_topic_progress({0: 0}, ready=True)
+        view.source_up, view.last_poll_s = True, T0
+    assert [_healthz(view)[0] for view in views] == ["200 OK", "200 OK"]
+    fleet = Fleet.__new__(Fleet)
+    fleet.jobs, fleet.exporter = [_Stopping(view, seen) for view in views], None
+    fleet.stop()
+    assert seen == [["stopping: what is served no longer follows the cluster\n"] * 2] * 2
+    assert [_healthz(view)[0] for view in views] == ["503 Service Unavailable"] * 2
