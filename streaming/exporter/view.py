@@ -133,6 +133,17 @@ class GroupRecord:
         return self.histogram("downtime")
 
 
+def _named_member(member: Mapping[str, Any], ids: Mapping[str, str]) -> Mapping[str, Any]:
+    """`member` (a snapshot's) with the topic ids of `ids` in its partition lists named."""
+    out = None
+    for key in ("assigned", "target", "pending_revocation"):
+        pairs = member.get(key)
+        if pairs and any(topic in ids for topic, _ in pairs):
+            out = dict(member) if out is None else out
+            out[key] = sorted([ids.get(topic, topic), partition] for topic, partition in pairs)
+    return member if out is None else out
+
+
 def _state_differs(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
     """Whether two snapshots (offsets left out) differ in more than their time: each commit
     moves `updated_ms`, and nothing in a group's state part depends on it."""
@@ -242,6 +253,7 @@ class MonitorView:
                                  np.array([e.partition for e in kept], dtype=np.int64),
                                  np.array([e.entry[0] for e in kept], dtype=np.int64),
                                  np.array([e.entry[3] / 1000.0 for e in kept])))
+            self._name_topic_ids(applied, skip)
             columns = [np.concatenate(parts) for parts in zip(*rows)]
             self._flush()
             committed = len(columns[0]) > 0
@@ -250,6 +262,25 @@ class MonitorView:
             released = self._release_keys(applied, skip)
             if committed or released:
                 self.offsets_version += 1
+
+    def _name_topic_ids(self, applied: Applied, skip: Collection[str]) -> None:
+        """A v4 commit names the topic id its group's KIP-848 assignment records use
+        (coordinator.state.offsets.make_visible): the members' partitions of the group's
+        snapshot, listed by id while nothing named it, by name from now on."""
+        named: dict[str, dict[str, str]] = {}
+        for name, topic, topic_id in zip(applied.groups, applied.topics, applied.topic_ids):
+            if topic_id is not None and name not in skip:
+                named.setdefault(name, {})[topic_id] = topic
+        for name, ids in named.items():
+            group = self.groups.get(name)
+            snapshot = group.snapshot if group is not None else None
+            if not snapshot or not snapshot.get("members"):
+                continue
+            members = [_named_member(member, ids) for member in snapshot["members"]]
+            if members != snapshot["members"]:
+                group.snapshot = dict(snapshot, members=members)
+                group.owners = self._owners(group.snapshot)
+                self.changed_groups.add(name)
 
     def _lane_groups(self, names: list[str], partitions: np.ndarray, updated_ms: np.ndarray,
                      skip: Collection[str], now: float) -> tuple[np.ndarray, np.ndarray]:

@@ -53,6 +53,7 @@ class Applied:
     commit_s: np.ndarray
     coordinator_partitions: np.ndarray  # each commit's partition of __consumer_offsets
     updated_ms: np.ndarray              # and its record's time
+    topic_ids: list                     # and the topic id it names (v4 commits), or None
     deleted_groups: list[str]
     deleted_topics: list[str]
     deleted_partitions: np.ndarray
@@ -198,7 +199,7 @@ class OffsetsTable:
             topics=[topic_names[t] for t in tids[put].tolist()],
             partitions=parts[put].astype(np.int32), offsets=self.offset[at].copy(),
             commit_s=self.commit_ts[at] / 1000.0, coordinator_partitions=o_part[put],
-            updated_ms=ts[put],
+            updated_ms=ts[put], topic_ids=self.topic_id[at].tolist(),
             deleted_groups=[group_names[g] for g in gids[deleted].tolist()],
             deleted_topics=[topic_names[t] for t in tids[deleted].tolist()],
             deleted_partitions=parts[deleted].astype(np.int32), events=events, revived=revived)
@@ -378,5 +379,5 @@ def as_commits(entries: pa.Table) -> pa.Table:
 
 
 _NOTHING = Applied([], [], np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0),
-                   np.empty(0, np.int32), np.empty(0, np.int64), [], [], np.empty(0, np.int32), [],
-                   [])
+                   np.empty(0, np.int32), np.empty(0, np.int64), [], [], [], np.empty(0, np.int32),
+                   [], [])

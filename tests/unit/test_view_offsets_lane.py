@@ -93,3 +93,24 @@ def test_a_seeded_group_is_replaced_by_the_log():
     _batch(lane, view, [("s", 0, "orders", 0, 10)])
     assert "s" not in view.seeded
     assert view.committed("s") == {("orders", 0): 10}
+
+
+def test_a_v4_commit_names_the_topic_ids_of_the_groups_assignment():
+    """A KIP-848 group's assignment records list topic ids; in a compacted log its first v4
+    commit (which carries the id with the name) may come after them. Once it does, the
+    members' partitions are served by name, as one reducer fed every record names them."""
+    lane, view = OffsetsLane(), MonitorView()
+    topic_id = "msmzlbe1QEGQME1tJ4c4Yw"
+    member = {"member_id": "m1", "assigned": [[topic_id, 1], [topic_id, 0]], "target": None,
+              "pending_revocation": None, "subscribed_topics": ["cmp-data"]}
+    snapshot = dict(offsets_only_view("k", 4, T0), group_type="consumer", members=[member],
+                    state="Stable", offsets=[])
+    _batch(lane, view, [], snapshots=[snapshot])
+    assert view.groups["k"].snapshot["members"][0]["assigned"] == [[topic_id, 1], [topic_id, 0]]
+    rows = _commits([("k", 5, "cmp-data", 0, 10), ("k", 6, "cmp-data", 1, 11)])
+    rows = rows.set_column(rows.schema.get_field_index("c_topic_id"), "c_topic_id",
+                           pa.array([topic_id, topic_id], pa.string()))
+    batch = lane.apply_batch(rows, [], [])
+    view.apply_offsets(batch.applied, batch.by_group_lane, batch.revived)
+    assert view.groups["k"].snapshot["members"][0]["assigned"] == [["cmp-data", 0], ["cmp-data", 1]]
+    assert set(view.groups["k"].owners) == {("cmp-data", 0), ("cmp-data", 1)}
