@@ -63,10 +63,7 @@ class OffsetsLane:
     def everything(self) -> LaneBatch:
         """Every entry, as one batch that committed them all (a restart's view)."""
         with self.lock:
-            entries, _ = self.table.to_arrow()
-            fresh = OffsetsTable()
-            applied = fresh.apply(as_commits(entries))
-        return LaneBatch(applied, frozenset(), {})
+            return LaneBatch(self.table.held(), frozenset(), {})
 
 
 def split_commits(rows: pa.Table) -> tuple[pa.Table, pa.Table]:

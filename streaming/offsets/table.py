@@ -312,6 +312,20 @@ class OffsetsTable:
                     self.topic_id[rows].tolist())]
         return entries, activity
 
+    def held(self) -> Applied:
+        """Every entry, as the `Applied` of one batch that committed them all (a restart's
+        view), read from the columns as they are."""
+        rows = self.index.rows[self.index.rows >= 0]
+        gnames, tnames = self.groups.names, self.topics.names
+        return Applied(
+            groups=[gnames[g] for g in self.group[rows].tolist()],
+            topics=[tnames[t] for t in self.topic[rows].tolist()],
+            partitions=self.partition[rows].copy(), offsets=self.offset[rows].copy(),
+            commit_s=self.commit_ts[rows] / 1000.0, coordinator_partitions=self.o_partition[rows],
+            updated_ms=self.ts_ms[rows], topic_ids=self.topic_id[rows].tolist(),
+            deleted_groups=[], deleted_topics=[], deleted_partitions=np.empty(0, np.int32),
+            events=[], revived=[])
+
     def known(self, group: str) -> bool:
         g = self.groups.ids.get(group)
         return g is not None and g < len(self.a_last) and self.a_last[g] >= 0

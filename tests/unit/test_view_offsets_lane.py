@@ -114,3 +114,17 @@ def test_a_v4_commit_names_the_topic_ids_of_the_groups_assignment():
     view.apply_offsets(batch.applied, batch.by_group_lane, batch.revived)
     assert view.groups["k"].snapshot["members"][0]["assigned"] == [["cmp-data", 0], ["cmp-data", 1]]
     assert set(view.groups["k"].owners) == {("cmp-data", 0), ("cmp-data", 1)}
+
+
+def test_a_restart_serves_every_entry_the_lane_holds():
+    """`OffsetsLane.everything` (what a restart hands the view) lists each held entry once, with
+    its last commit: a new view fed it serves what the running one served."""
+    lane, view = OffsetsLane(), MonitorView()
+    _batch(lane, view, [("a", 0, "orders", 0, 10), ("a", 1, "orders", 1, 20),
+                        ("b", 2, "orders", 0, 5), ("a", 3, "orders", 0, 11),
+                        ("b", 4, "orders", 0, None)])
+    restarted = MonitorView()
+    restarted.apply_offsets(lane.everything().applied)
+    assert {g: restarted.committed(g) for g in ("a", "b")} == \
+        {g: view.committed(g) for g in ("a", "b")} == {"a": {("orders", 0): 11, ("orders", 1): 20},
+                                                       "b": {}}
