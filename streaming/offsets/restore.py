@@ -1,12 +1,11 @@
 """The offsets lane as the checkpoint's last committed micro-batch left it, at a job's start."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 
 import pyarrow as pa
-
-import dataclasses
 
 from streaming.job.checkpoint_layout import OFFSETS_IN_GROUPS, OFFSETS_LANE, StateLayout, record_layout
 from streaming.job.state_restore import CommittedState, last_committed_batch
