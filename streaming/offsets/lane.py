@@ -69,8 +69,6 @@ class OffsetsLane:
 def split_commits(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
     """The state stage's output (streaming.pipeline.state_stage.OUTPUT_SCHEMA) as the offsets
     lane's commits (COMMIT_INPUT columns) and the group lane's rows."""
-    if "c_topic" not in rows.schema.names:
-        return NO_COMMITS, rows
     is_commit = pc.fill_null(pc.equal(rows.column("kind"), COMMIT_KIND), False)
     return (rows.filter(is_commit).select(list(COMMIT_INPUT)),
             rows.filter(pc.invert(is_commit)))

@@ -60,13 +60,19 @@ def test_a_reader_never_sees_a_group_ahead_of_the_record_counters():
 
 
 class _Frame:
-    """What foreachBatch hands the sink, as far as the sink uses it."""
+    """What foreachBatch hands the sink: the state stage's whole output schema, the group lane's
+    rows with their commit columns null, as Spark converts them."""
 
     def __init__(self, rows: list[tuple[str, str, str, int]]) -> None:
         import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
 
-        self._table = pa.table({name: [row[i] for row in rows]
-                                for i, name in enumerate(("group", "kind", "payload", "ts_ms"))})
+        from streaming.pipeline.state_stage import OUTPUT_SCHEMA
+
+        schema = to_arrow_schema(OUTPUT_SCHEMA)
+        filled = dict(zip(("group", "kind", "payload", "ts_ms"), zip(*rows)))
+        self._table = pa.table({f.name: pa.array(filled.get(f.name, [None] * len(rows)), f.type)
+                                for f in schema}, schema=schema)
 
     def toArrow(self):
         return self._table
