@@ -19,7 +19,6 @@ from typing import Callable, Iterable
 from coordinator.timelag import TIME_METHODS
 from streaming.outage_log import OutageLog
 from streaming.gc_pause import collector_paused
-from streaming.exporter.ends_table import tp_key
 from streaming.exporter.view import MonitorView, TopicPartition
 from streaming.kafka.offsets import (NotAuthorized, OffsetsClient, close_quietly,
                                      readable_partitions)
@@ -153,10 +152,7 @@ class EndOffsetPoller:
         except Exception:  # a refinement of the estimates: they stand without it
             log.debug("first record times not known", exc_info=True)
             return
-        with self.view.lock:
-            ids = self.view.topics.ids
-            self.view.ends.set_first_times({tp_key(ids[t], p): first_s
-                                            for (t, p), first_s in times.items() if t in ids})
+        self.view.set_first_record_times(times)
         self._first_asked.update({tp: starts[tp] for tp in times})
 
     def _read_first_records(self, client: OffsetsClient) -> None:

@@ -97,14 +97,17 @@ class EndsTable:
             if row is not None:
                 self.starts[row] = start
 
-    def set_first_times(self, times: Mapping[int, float]) -> None:
+    def set_first_times(self, times: Mapping[int, float]) -> bool:
         """When the first record still in each partition's log was written (seconds), by tp
-        key; keys the table does not hold are left out."""
+        key; keys the table does not hold are left out. Returns whether any row changed."""
         index = self.index
+        changed = False
         for key, first_s in times.items():
             row = index.get(key)
-            if row is not None:
+            if row is not None and self.firsts[row] != first_s:
                 self.firsts[row] = first_s
+                changed = True
+        return changed
 
     def forget(self, keys: Iterable[int]) -> None:
         for key in keys:

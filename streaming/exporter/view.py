@@ -459,6 +459,16 @@ class MonitorView:
             self.last_poll_s = observed_s
             self.last_poll_duration_s = poll_duration_s
 
+    def set_first_record_times(self, times: Mapping[TopicPartition, float]) -> None:
+        """When each polled partition's first record still in the log was written (seconds),
+        which bounds every time lag on it. A change is a change of the end offsets' part: a
+        render made between the poll's end offsets and these times is stale."""
+        with self.lock:
+            ids = self.topics.ids
+            if self.ends.set_first_times({tp_key(ids[t], p): first_s
+                                          for (t, p), first_s in times.items() if t in ids}):
+                self.ends_version += 1
+
     def unread_lagging(self) -> list[tuple[str, int, int, int]]:
         """(topic, partition, committed offset, lag) of every exported group-partition behind
         its latest end offset whose first unconsumed record has not been read at that offset
