@@ -263,6 +263,20 @@ class MonitorView:
             if committed or released:
                 self.offsets_version += 1
 
+    def serve_offsets_only(self, groups: Iterable[tuple[str, int, int]]) -> None:
+        """Groups known only by offsets that are all gone, as (group, __consumer_offsets
+        partition, last record's time in ms), made as the first commit made them (an Empty
+        classic group, streaming.offsets.lane.OffsetsLane.without_entries); groups the view
+        has are left as they are. Their last activity is their last record's (a tombstone's):
+        the table keeps no commit time for a group without offsets."""
+        with self.lock:
+            for name, partition, updated_ms in groups:
+                if name in self.groups or name not in self.settings.groups:
+                    continue
+                group = self._group(name)
+                group.snapshot = offsets_only_view(name, partition, updated_ms)
+                group.last_activity_s = updated_ms / 1000.0
+
     def _name_topic_ids(self, applied: Applied, skip: Collection[str]) -> None:
         """A v4 commit names the topic id its group's KIP-848 assignment records use
         (coordinator.state.offsets.make_visible): the members' partitions of the group's

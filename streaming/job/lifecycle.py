@@ -516,6 +516,7 @@ class Job:
             self.view.apply_offsets(everything.applied)
             log.info("restored %d committed offsets from the offsets lane",
                      len(everything.applied.groups))
+        self.view.serve_offsets_only(self.lane.without_entries())
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval,
                               counted_through, self.lane)
         if state is not None and state.monitor is not None:

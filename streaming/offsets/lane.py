@@ -65,6 +65,12 @@ class OffsetsLane:
         with self.lock:
             return LaneBatch(self.table.held(), frozenset(), {})
 
+    def without_entries(self) -> list[tuple[str, int, int]]:
+        """The groups known with none of their offsets left (OffsetsTable.without_entries): a
+        restart's view serves them as the running one did."""
+        with self.lock:
+            return self.table.without_entries()
+
 
 def split_commits(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
     """The state stage's output (streaming.pipeline.state_stage.OUTPUT_SCHEMA) as the offsets

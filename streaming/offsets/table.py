@@ -326,6 +326,18 @@ class OffsetsTable:
             deleted_groups=[], deleted_topics=[], deleted_partitions=np.empty(0, np.int32),
             events=[], revived=[])
 
+    def without_entries(self) -> list[tuple[str, int, int]]:
+        """(group, its __consumer_offsets partition, its last record's time in ms) of each group
+        the table knows with no offset left (every one deleted or expired) that the group lane
+        has not deleted: Kafka still lists such a group, Empty, until its offsets cleanup deletes
+        it with a tombstone of its own (GroupCoordinatorShard.cleanupGroupMetadata)."""
+        known = np.flatnonzero(self.a_last >= 0)
+        rows = self.index.rows[self.index.rows >= 0]
+        empty = known[~np.isin(known, self.group[rows])]
+        names, dead = self.groups.names, self.dead_at
+        return [(names[g], int(self.a_partition[g]), int(self.a_ts[g])) for g in empty.tolist()
+                if names[g] not in dead]
+
     def known(self, group: str) -> bool:
         g = self.groups.ids.get(group)
         return g is not None and g < len(self.a_last) and self.a_last[g] >= 0

@@ -128,3 +128,48 @@ def test_a_restart_serves_every_entry_the_lane_holds():
     assert {g: restarted.committed(g) for g in ("a", "b")} == \
         {g: view.committed(g) for g in ("a", "b")} == {"a": {("orders", 0): 11, ("orders", 1): 20},
                                                        "b": {}}
+
+
+def _served_groups(view: MonitorView) -> dict[str, dict]:
+    """Each group's kafka_consumergroup_info labels as a scrape of the view shows them."""
+    from streaming.exporter.metrics_cache import MetricsCache
+    from tests.support.scrape_support import parse
+
+    info = parse(MetricsCache(view).text()).get("kafka_consumergroup_info", {})
+    return {dict(labels)["group"]: dict(labels) for labels in info}
+
+
+def test_a_restart_serves_an_offsets_only_group_whose_offsets_were_all_deleted(tmp_path):
+    """Kafka keeps a group that only commits once its offsets are deleted (an Empty classic
+    group, until its offsets cleanup writes the group's tombstone): the running view serves it,
+    and so does a view restarted from the lane's files. A group the group lane deleted is not
+    made again."""
+    from streaming.offsets.store import OffsetsStore
+
+    def clock() -> float:  # a minute after the records: no group has expired
+        return T0 / 1000.0 + 60
+
+    lane, view = OffsetsLane(store=OffsetsStore(str(tmp_path))), MonitorView(clock=clock)
+    rows = [[("solo", 0, "orders", 0, 10), ("solo", 1, "orders", 1, 20), ("kept", 2, "orders", 0, 5),
+             ("gone", 3, "orders", 0, 7)],
+            [("solo", 4, "orders", 0, None), ("solo", 5, "orders", 1, None), ("gone", 6, "orders", 0, None)]]
+    for batch_id, batch in enumerate(rows):
+        commits = lane.apply_batch(_commits(batch), [], [], batch_id)
+        view.apply_events(commits.applied.events)
+        view.apply_offsets(commits.applied, commits.by_group_lane, commits.revived)
+    dead = dict(offsets_only_view("gone", 4, T0 + 7), state="Dead")
+    deleted = {"event": "group_deleted", "group": "gone", "timestamp_ms": T0 + 7, "partition": 4,
+               "offset": 7, "group_type": "classic", "generation": 0}
+    _batch(lane, view, [], snapshots=[dead], events=[deleted])
+    assert "solo" in _served_groups(view) and view.committed("solo") == {}
+
+    restarted_lane = OffsetsLane(OffsetsStore(str(tmp_path)).load(len(rows) - 1))
+    restarted_lane.table.note_deleted("gone", 7)  # as restored_lane notes the group lane's deaths
+    restarted = MonitorView(clock=clock)
+    restarted.apply_offsets(restarted_lane.everything().applied)
+    restarted.serve_offsets_only(restarted_lane.without_entries())
+    served = _served_groups(restarted)
+    assert {g: served[g] for g in ("solo", "kept")} == {g: _served_groups(view)[g] for g in ("solo", "kept")}
+    assert served["solo"]["state"] == "Empty" and "gone" not in served
+    assert {g: restarted.committed(g) for g in ("solo", "kept")} == {"solo": {}, "kept": {("orders", 0): 5}}
+    assert restarted.groups["solo"].last_activity_s == (T0 + 5) / 1000.0  # the last record's time
