@@ -74,6 +74,23 @@ def _lost(group: SampleGroup, partition: int) -> float:
     return 120.0 if (group is TROUBLED and partition == 0) else 0.0
 
 
+PRODUCE_RATE = 50.0  # every partition's log end moves 50 records/s (_log_end)
+
+
+def _consume_rate(group: SampleGroup) -> float:
+    return PRODUCE_RATE - group.lag_growth
+
+
+def _catch_up(group: SampleGroup, lag: float) -> float:
+    gain = _consume_rate(group) - PRODUCE_RATE
+    return lag / gain if gain > 0 else math.inf
+
+
+def _retention_risk(group: SampleGroup, partition: int) -> float:
+    """Seconds until records not read yet are deleted: the troubled group within the hour."""
+    return 1800.0 + 60 * partition if group is TROUBLED else 5 * 86400.0
+
+
 def _histogram(count: float, value: float) -> dict[str, float]:
     """Cumulative buckets for `count` observations all equal to `value`."""
     out = {f"le={le}": (count if value <= le else 0.0) for le in BUCKETS}
@@ -109,6 +126,9 @@ def _group_samples(name: str, t: float, now: float) -> list[Sample]:
             "kafka_consumergroup_group_max_lag": max(lags),
             "kafka_consumergroup_group_max_lag_seconds": max(lags) / 25,
             "kafka_consumergroup_lag_unknown_partitions": 0,
+            "kafka_consumergroup_group_retention_risk_seconds": _retention_risk(grp, 0),
+            "kafka_consumergroup_group_consume_rate": _consume_rate(grp) * len(lags),
+            "kafka_consumergroup_group_catch_up_seconds": _catch_up(grp, max(lags)),
             "kafka_consumergroup_status": grp.status,
             "kafka_consumergroup_rebalances_total": rebalances,
             "kafka_consumergroup_rebalance_partitions_moved_total": rebalances * grp.moved_per_rebalance,
@@ -155,6 +175,11 @@ def _partition_value(name: str, grp: SampleGroup, p: int, t: float, now: float) 
         "kafka_consumergroup_lag_seconds_method": lambda: _method(grp, p),
         "kafka_consumergroup_partition_status": lambda: _partition_status(grp, p),
         "kafka_consumergroup_messages_lost": lambda: _lost(grp, p),
+        "kafka_consumergroup_retention_risk_seconds": lambda: _retention_risk(grp, p),
+        "kafka_consumergroup_retention_risk_method": lambda: _method(grp, p),
+        "kafka_consumergroup_consume_rate": lambda: _consume_rate(grp),
+        "kafka_consumergroup_catch_up_seconds": lambda: _catch_up(grp, lag),
+        "kafka_consumergroup_catch_up_method": lambda: 1 if lag else 0,
     }
     if name not in values:
         raise KeyError(f"sample_metrics has no value for {name}: add it")
@@ -167,14 +192,19 @@ def _topic_samples(name: str, t: float) -> list[Sample]:
         for p in range(count):
             end = _log_end(p, t)
             start = end - 200 if (topic == TROUBLED.topic and p == 0) else 0.0
-            rows.append(({"topic": topic, "partition": str(p)},
-                         end if name == "kafka_partition_log_end_offset" else start))
+            value = {"kafka_partition_log_end_offset": end,
+                     "kafka_partition_produce_rate": PRODUCE_RATE}.get(name, start)
+            rows.append(({"topic": topic, "partition": str(p)}, value))
     return rows
 
 
 # A share group on orders: each partition a little behind, one of them with poison records
 # (archived after too many deliveries) and records waiting to be delivered again.
 SHARE_GROUP, SHARE_TOPIC = "orders-share", "orders"
+
+
+def _share_risk(partition: int) -> float:
+    return 2 * 86400.0 - 600 * partition
 
 
 def _share_samples(name: str, t: float) -> list[Sample]:
@@ -196,10 +226,14 @@ def _share_samples(name: str, t: float) -> list[Sample]:
                      (dict(labels, delivery_count="5"), min(archived, 3))]
         elif name == "kafka_sharegroup_partition_archived_records_total":
             rows.append((labels, archived))
+        elif name == "kafka_sharegroup_partition_retention_risk_seconds":
+            rows.append((labels, _share_risk(p)))
     if name == "kafka_sharegroup_lag":
         rows.append(({"group": SHARE_GROUP}, sum(lags)))
     elif name == "kafka_sharegroup_archived_records_total":
         rows.append(({"group": SHARE_GROUP}, math.floor(t / 20)))
+    elif name == "kafka_sharegroup_retention_risk_seconds":
+        rows.append(({"group": SHARE_GROUP}, min(map(_share_risk, range(TOPICS[SHARE_TOPIC])))))
     return rows
 
 
@@ -226,6 +260,7 @@ def _monitor_samples(name: str, t: float) -> list[Sample]:
         "groupscope_source_up": 1,
         "groupscope_source_access_denied": 0,
         "groupscope_topics_without_metadata": 0,
+        "groupscope_topic_configs_refused": 0,
         "groupscope_batch_duration_seconds": _histogram(10 + math.floor(t), 0.8),
         "groupscope_end_offsets_poll_duration_seconds": _histogram(5 + math.floor(t / 2), 0.2),
         "groupscope_end_offsets_age_seconds": 2,
@@ -256,7 +291,9 @@ def _labels_text(cluster: str, labels: Labels) -> str:
 
 def _lines(spec: MetricFamily, cluster: str, labels: Labels, value: object) -> Iterator[str]:
     if spec.kind != HISTOGRAM:
-        yield f"{spec.exposed_name}{{{_labels_text(cluster, labels)}}} {float(value)!r}"
+        number = float(value)
+        text = ("+Inf" if number > 0 else "-Inf") if math.isinf(number) else repr(number)
+        yield f"{spec.exposed_name}{{{_labels_text(cluster, labels)}}} {text}"
         return
     assert isinstance(value, dict)
     for key, v in value.items():

@@ -21,9 +21,11 @@ compatibility on, the name takes kafka-lag-exporter's meaning and the group sum 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import IntEnum
 from typing import Iterable
 
 from coordinator.status import Status
+from coordinator.rates import RateMethod
 from coordinator.timelag import TimeLagMethod
 
 GAUGE, COUNTER, HISTOGRAM = "gauge", "counter", "histogram"
@@ -61,8 +63,8 @@ def _codes(statuses: Iterable[Status]) -> str:
     return " ".join(f"{s.value} {s.name}" for s in statuses)
 
 
-def _lag_seconds_methods() -> str:
-    return ", ".join(f"{m.value} {m.name.lower().replace('_', ' ')}" for m in TimeLagMethod)
+def _methods(methods: Iterable[IntEnum] = TimeLagMethod) -> str:
+    return ", ".join(f"{m.value} {m.name.lower().replace('_', ' ')}" for m in methods)
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ CATALOG: tuple[MetricFamily, ...] = (
        "Age of the oldest unconsumed record (estimated, or read: lag.time_method).", GTP,
        granularity=PARTITION),
     _f("kafka_consumergroup_lag_seconds_method", GAUGE,
-       f"How lag_seconds was obtained: {_lag_seconds_methods()} (with unknown, a lower "
+       f"How lag_seconds was obtained: {_methods()} (with unknown, a lower "
        "bound).", GTP, granularity=PARTITION),
     _f("kafka_consumergroup_messages_lost", GAUGE,
        "Records removed by retention before the group read them.", GTP, granularity=PARTITION),
@@ -200,6 +202,38 @@ CATALOG: tuple[MetricFamily, ...] = (
     _f("kafka_consumergroup_topic_status_partitions", GAUGE,
        "Partitions of the topic in each partition status (only statuses some partition has).",
        GT + ("status",), granularity=TOPIC),
+    # Retention risk, rates and the catch-up forecast (docs/retention-risk.md)
+    _f("kafka_consumergroup_retention_risk_seconds", GAUGE,
+       "Seconds until records the group has not read yet are deleted by the topic's time-based "
+       "retention, at its pace (+Inf: its pace keeps it clear; 0: due now); the loss may come "
+       "up to segment.ms plus one retention check later, never earlier. Absent without the "
+       "topic's settings (DESCRIBE_CONFIGS) or lag.", GTP, granularity=PARTITION),
+    _f("kafka_consumergroup_retention_risk_method", GAUGE,
+       f"How the first unconsumed record's time behind retention_risk_seconds was obtained: "
+       f"{_methods()} (with unknown, the log's first record's: an early bound).",
+       GTP, granularity=PARTITION),
+    _f("kafka_consumergroup_consume_rate", GAUGE,
+       "Records/s the committed offset moved over lag.rate_window (or the commits' shorter "
+       "span: catch_up_method).", GTP, granularity=PARTITION),
+    _f("kafka_consumergroup_catch_up_seconds", GAUGE,
+       "Forecast seconds until the lag is consumed: lag / (consume rate - produce rate) over "
+       "the same span; +Inf (never) while consumers are not faster than producers.", GTP,
+       granularity=PARTITION),
+    _f("kafka_consumergroup_catch_up_method", GAUGE,
+       f"How catch_up_seconds was obtained: {_methods(RateMethod)}.", GTP, granularity=PARTITION),
+    _f("kafka_consumergroup_group_retention_risk_seconds", GAUGE,
+       "Lowest retention_risk_seconds of the group's partitions.", G),
+    _f("kafka_consumergroup_group_consume_rate", GAUGE,
+       "Sum of the group's partitions' consume rates (records/s).", G),
+    _f("kafka_consumergroup_group_catch_up_seconds", GAUGE,
+       "Highest catch_up_seconds of the group's partitions (+Inf: some partition never "
+       "catches up).", G),
+    _f("kafka_partition_produce_rate", GAUGE,
+       "Records/s the log end offset moved over lag.rate_window (or the samples' shorter span).",
+       TP),
+    _f("groupscope_topic_configs_refused", GAUGE,
+       "Topics whose settings this principal may not DESCRIBE_CONFIGS: no retention risk is "
+       "served for them.", C),
     # Rebalances. The three histograms are served for a group once it has had members
     # (streaming.exporter.evaluation: a group that only commits offsets cannot rebalance).
     _f("kafka_consumergroup_rebalances", COUNTER, "Completed rebalances.", G),
@@ -235,6 +269,12 @@ CATALOG: tuple[MetricFamily, ...] = (
     _f("kafka_sharegroup_lag", GAUGE, "Sum of the group's known share-partition lags.", G),
     _f("kafka_sharegroup_archived_records", COUNTER,
        "Records of the group seen entering the archived state, summed.", G),
+    _f("kafka_sharegroup_partition_retention_risk_seconds", GAUGE,
+       "Seconds until the record at the share-partition start offset is deleted by the topic's "
+       "time-based retention if the start offset stays (its pace is not kept); up to "
+       "segment.ms plus one retention check later, never earlier.", GTP, granularity=PARTITION),
+    _f("kafka_sharegroup_retention_risk_seconds", GAUGE,
+       "Lowest retention risk of the share group's partitions.", G),
     *_only_with(
         KAFKA_EXPORTER,
         _f("kafka_consumergroup_current_offset", GAUGE, "Committed offset (kafka_exporter names).",

@@ -19,6 +19,7 @@ from streaming.exporter.catalog import (KAFKA_EXPORTER, KAFKA_LAG_EXPORTER, PART
 from streaming.exporter.exposition import Family
 from streaming.exporter.lag_frame import evaluate
 from streaming.exporter.lag_render import ColumnFamily, lag_families, log_families
+from streaming.exporter.risk_render import risk_families
 from streaming.exporter.plain_states import is_plain, uses_group_management
 from streaming.exporter.view import GroupRecord, MonitorView
 
@@ -73,12 +74,13 @@ def state_order(view: MonitorView) -> list[str]:
 def lag_part(view: MonitorView, now: float, kept: dict | None = None) -> list[ColumnFamily]:
     """Every live group's lag families at `now`, as columns (`kept`: see `lag_families`).
     Callers hold the view's lock."""
-    groups = view.groups
-    return lag_families(evaluate(view, now), view.settings.cluster, view.settings.compat,
+    groups, frame = view.groups, evaluate(view, now)
+    return lag_families(frame, view.settings.cluster, view.settings.compat,
                         view.settings.granularity, view.topic_table(),
                         lambda name: groups[name].owners,
                         lambda name: groups[name].ever_had_members, kept,
-                        member_lag=view.settings.member_lag)
+                        member_lag=view.settings.member_lag) + risk_families(
+                            view, frame, now, view.topic_table())
 
 
 def log_part(view: MonitorView) -> list[ColumnFamily]:

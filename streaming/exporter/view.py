@@ -31,6 +31,7 @@ from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, MEMBER_LAG
 from streaming.exporter.ends_table import EndsTable, tp_key, tp_parts
 from streaming.exporter.lag_render import NameTable
 from streaming.exporter.partition_table import Names, PartitionTable
+from streaming.exporter.risk_frame import TopicRetention
 from streaming.exporter.row_index import RowIndex, compose
 from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, EmptyHistogram, Histogram
 from streaming.exporter.selection import EVERYTHING, Selection
@@ -196,6 +197,7 @@ class MonitorView:
         self.last_poll_s: float | None = None  # last successful end-offset poll
         self.last_poll_duration_s: float | None = None
         self.negative_lag_total = 0
+        self.retention = TopicRetention()  # the polled topics' retention settings (risk_frame)
         # Change tracking for streaming.exporter.metrics_cache: groups whose state part (anything
         # but their committed offsets) changed since the cache last looked; `version` is bumped
         # when something every group's state depends on changes (topic metadata),

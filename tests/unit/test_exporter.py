@@ -12,6 +12,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
+from coordinator.retention import parse_config
 from coordinator.state.share_partition import ACKNOWLEDGED, ARCHIVED, AVAILABLE, SharePartition, StateBatch
 from coordinator.status import Status, StatusSettings
 from streaming.exporter.catalog import COMPAT_TARGETS, GRANULARITIES, exported_series
@@ -617,6 +618,8 @@ def test_exposition_matches_the_catalog(served, clock, compat, granularity, memb
     view.set_record_totals({"offset_commit": 1}, {"malformed": 1})
     view.set_offsets_topic_progress({0: 0}, ready=True)
     view.set_source_refusal("connect", "authentication failed (SASL PLAIN): check the password")
+    with view.lock:  # as topic_configs_poller reads them: retention risk needs the settings
+        view.retention.update({"orders": parse_config({"retention.ms": "86400000"})}, 0)
     seen: dict[str, set[frozenset[str]]] = {}
     for family in text_string_to_metric_families(scrape(port)[1]):
         for sample in family.samples:

@@ -1,0 +1,115 @@
+"""RiskFrame: each row of a LagFrame's consumption rate, catch-up forecast and retention risk,
+evaluated as columns from what the view already keeps (commit windows, end-offset timelines,
+the first unconsumed records' times) and the topics' retention settings
+(`streaming.exporter.topic_configs_poller`). The maths are `coordinator.rates` and
+`coordinator.retention`; callers hold the view's lock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from coordinator.rates import catch_up, forecast_methods, rates_between, window_rates
+from coordinator.retention import RetentionConfig, age_growth, risk_seconds
+from coordinator.timelag import TimeLagMethod
+from streaming.exporter.lag_frame import LagFrame
+
+_CHUNK = 65536  # rows evaluated at a time: bounds the (rows x window) temporaries
+DEFAULT_RATE_WINDOW_S = 300.0  # lag.rate_window
+
+
+class TopicRetention:
+    """The polled topics' retention settings as the last read gave them
+    (`streaming.exporter.topic_configs_poller`) and the rates' window: held by the view, read
+    and written under its lock."""
+
+    def __init__(self, rate_window_s: float = DEFAULT_RATE_WINDOW_S) -> None:
+        self.configs: dict[str, RetentionConfig] = {}
+        self.refused = 0  # topics whose settings this principal may not describe
+        self.rate_window_s = rate_window_s
+
+    def update(self, configs: Mapping[str, RetentionConfig], refused: int) -> bool:
+        """Take a read's answer; whether anything changed."""
+        changed = dict(configs) != self.configs or refused != self.refused
+        self.configs, self.refused = dict(configs), refused
+        return changed
+
+
+@dataclass(frozen=True)
+class RiskFrame:
+    consume: np.ndarray         # records/s, NaN: unknown
+    catch_up: np.ndarray        # seconds, inf: never, NaN: unknown or end offset unknown
+    catch_up_method: np.ndarray  # RateMethod values
+    risk: np.ndarray            # seconds, inf: not at this pace, NaN: no figure
+    risk_method: np.ndarray     # TimeLagMethod of the first unconsumed record's time
+
+
+def topic_retention_s(view) -> np.ndarray:
+    """Per topic id: its retention.ms in seconds where records are deleted by age, NaN where
+    not (compacted only, no limit) or not known (not read, refused)."""
+    ids = view.topics.ids
+    out = np.full(max(len(view.topics.names), 1), np.nan)
+    for name, config in view.retention.configs.items():
+        at = ids.get(name)
+        if at is not None and config.time_limited:
+            out[at] = config.retention_ms / 1000.0
+    return out
+
+
+def _rates(view, frame: LagFrame, end_rows: np.ndarray, now: float, window_s: float):
+    """(consume rate, its method, produce rate over the same span, its method) per row."""
+    table, ends = view.table, view.ends
+    n = len(frame)
+    consume, produce = np.full(n, np.nan), np.full(n, np.nan)
+    c_method, p_method = np.zeros(n, np.int8), np.zeros(n, np.int8)
+    for first in range(0, n, _CHUNK):
+        part, rows = slice(first, first + _CHUNK), frame.rows[first:first + _CHUNK]
+        consume[part], c_method[part], since = window_rates(
+            table.w_offsets[rows], table.w_times[rows], table.lengths[rows], frame.offset[part],
+            now, window_s)
+        at = np.maximum(end_rows[part], 0)
+        o, t, c = ends.offsets[at], ends.times[at], np.where(end_rows[part] >= 0, ends.counts[at], 0)
+        latest_t = np.take_along_axis(t, np.maximum(c - 1, 0)[:, None], axis=1)[:, 0]
+        # the producers over the consumer's own span: the two rates compare the same period
+        same = rates_between(o, t, c, frame.end[part], since, latest_t)
+        own, own_method, _ = window_rates(o, t, c, frame.end[part], latest_t, window_s)
+        produce[part] = np.where(np.isnan(same), own, same)
+        p_method[part] = np.where(np.isnan(same), own_method, c_method[part])
+    return consume, c_method, produce, p_method
+
+
+def _first_unconsumed_age(view, frame: LagFrame, end_rows: np.ndarray, now: float):
+    """(age of each row's first unconsumed record still in the log, TimeLagMethod)."""
+    ends = view.ends
+    at = np.maximum(end_rows, 0)
+    start = np.where(end_rows >= 0, ends.starts[at], -1)
+    log_first = np.where(end_rows >= 0, ends.firsts[at], np.nan)
+    age, method = frame.seconds.copy(), frame.method.astype(np.int8, copy=True)
+    # at or below the log start, that record is the log's first: its time was asked for
+    at_start = (start >= 0) & (frame.offset <= start) & ~np.isnan(log_first)
+    age[at_start] = now - log_first[at_start]
+    method[at_start] = int(TimeLagMethod.EXACT)
+    # an unknown age is a lower bound; the log's first record bounds it from above, and the
+    # forecast takes that bound, so that it errs early
+    bound = ~at_start & (method == int(TimeLagMethod.UNKNOWN)) & ~np.isnan(log_first)
+    age[bound] = now - log_first[bound]
+    return age, method
+
+
+def evaluate_risk(view, frame: LagFrame, now: float) -> RiskFrame:
+    """The frame's rows' rates, forecasts and risks at `now`."""
+    window_s = view.retention.rate_window_s
+    end_rows = view.ends.rows_of(view.table.tp[frame.rows])
+    consume, c_method, produce, p_method = _rates(view, frame, end_rows, now, window_s)
+    lag = np.where(frame.known, frame.lag, 0)
+    forecast = np.where(frame.known, catch_up(lag, consume, produce), np.nan)
+    age, age_method = _first_unconsumed_age(view, frame, end_rows, now)
+    retention = topic_retention_s(view)[frame.topic]
+    risk = risk_seconds(age, retention, age_growth(consume, produce))
+    risk = np.where(frame.known & (frame.lag > 0) & ~np.isnan(retention) & ~np.isnan(age),
+                    risk, np.nan)
+    return RiskFrame(consume=consume, catch_up=forecast,
+                     catch_up_method=forecast_methods(lag, c_method, p_method),
+                     risk=risk, risk_method=age_method)

@@ -1,0 +1,133 @@
+"""The retention-risk, rate and catch-up families as columns (`ColumnFamily`, rendered with
+the lag part): per group-partition and per group from a LagFrame and its RiskFrame, per polled
+partition the produce rate, per share-partition and share group the retention risk, and the
+count of topics whose settings were refused. Callers hold the view's lock.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from coordinator.lag_arrays import time_lags
+from coordinator.rates import window_rates
+from coordinator.retention import age_growth, risk_seconds
+from coordinator.state.share_partition import UNKNOWN
+from coordinator.timelag import TimeLagMethod
+from streaming.exporter.catalog import PARTITION
+from streaming.exporter.ends_table import tp_key, tp_parts
+from streaming.exporter.lag_frame import LagFrame, segment_starts
+from streaming.exporter.lag_render import (ColumnFamily, IndexedNames, NameTable, _Families,
+                                           _labels_at)
+from streaming.exporter.risk_frame import evaluate_risk, topic_retention_s
+
+
+def risk_families(view, frame: LagFrame, now: float, topics: NameTable) -> list[ColumnFamily]:
+    """Every family of this module for the view at `now`; `frame`: the lag part's frame."""
+    settings = view.settings
+    out = _Families(settings.compat, settings.granularity)
+    c, groups = settings.cluster, NameTable(frame.groups)
+    figures = evaluate_risk(view, frame, now)
+    gtp = [("cluster", c), ("group", IndexedNames(groups, frame.group_pos)),
+           ("topic", IndexedNames(topics, frame.topic)), ("partition", frame.partition)]
+
+    def rows_with(values: np.ndarray) -> tuple[np.ndarray, list]:
+        at = np.flatnonzero(~np.isnan(values))
+        return at, _labels_at(gtp, at)
+
+    risk_at, risk_labels = rows_with(figures.risk)
+    rate_at, rate_labels = rows_with(figures.consume)
+    plan_at, plan_labels = rows_with(figures.catch_up)
+    if settings.granularity == PARTITION:
+        out.put("kafka_consumergroup_retention_risk_seconds", risk_labels, figures.risk[risk_at],
+                True)
+        out.put("kafka_consumergroup_retention_risk_method", risk_labels,
+                figures.risk_method[risk_at].astype(np.int64))
+        out.put("kafka_consumergroup_consume_rate", rate_labels, figures.consume[rate_at], True)
+        out.put("kafka_consumergroup_catch_up_seconds", plan_labels, figures.catch_up[plan_at],
+                True)
+        known = np.flatnonzero(frame.known)
+        out.put("kafka_consumergroup_catch_up_method",
+                _labels_at(gtp, known),
+                figures.catch_up_method[known].astype(np.int64))
+    for name, at, values, reduce in (
+            ("kafka_consumergroup_group_retention_risk_seconds", risk_at, figures.risk, np.minimum),
+            ("kafka_consumergroup_group_consume_rate", rate_at, figures.consume, np.add),
+            ("kafka_consumergroup_group_catch_up_seconds", plan_at, figures.catch_up, np.maximum)):
+        _per_group(out, name, c, groups, frame.group_pos[at], values[at], reduce)
+    _produce_rates(out, view, now, topics)
+    _share_risks(out, view, now)
+    out.put("groupscope_topic_configs_refused", [("cluster", c)],
+            np.array([view.retention.refused], dtype=np.int64))
+    return out
+
+
+def _per_group(out: _Families, name: str, cluster: str, groups: NameTable, group_pos: np.ndarray,
+               values: np.ndarray, reduce) -> None:
+    """`reduce` of `values` over each group's rows (rows sorted by group, as frames are)."""
+    if not len(values):
+        return
+    starts = segment_starts(group_pos)
+    out.put(name, [("cluster", cluster), ("group", IndexedNames(groups, group_pos[starts]))],
+            reduce.reduceat(values, starts), True)
+
+
+def _produce_rates(out: _Families, view, now: float, topics: NameTable) -> None:
+    """Each polled partition's produce rate over the window, in topic name and partition order."""
+    ends = view.ends
+    rows = np.fromiter(ends.index.values(), dtype=np.int64, count=len(ends.index))
+    topic, partition = tp_parts(np.fromiter(ends.index.keys(), dtype=np.int64, count=len(rows)))
+    polled = np.flatnonzero(ends.counts[rows] > 0)
+    polled = polled[np.lexsort((partition[polled], view.topic_rank()[topic[polled]]))]
+    rows, topic, partition = rows[polled], topic[polled], partition[polled]
+    counts = ends.counts[rows]
+    window_s = view.retention.rate_window_s
+    o, t = ends.offsets[rows], ends.times[rows]
+    last = (counts - 1)[:, None]
+    latest = np.take_along_axis(o, last, axis=1)[:, 0]
+    latest_t = np.take_along_axis(t, last, axis=1)[:, 0]
+    rate, _, _ = window_rates(o, t, counts, latest, latest_t, window_s)
+    has = np.flatnonzero(~np.isnan(rate))
+    out.put("kafka_partition_produce_rate",
+            [("cluster", view.settings.cluster), ("topic", IndexedNames(topics, topic[has])),
+             ("partition", partition[has])], rate[has], True)
+
+
+def _share_risks(out: _Families, view, now: float) -> None:
+    """Each share-partition's retention risk: the record at its start offset is the first not
+    done with. Its start offset's pace is not kept, so the figure is for a start offset that
+    stays where it is (the earliest the loss can come)."""
+    ids, ends = view.topics.ids, view.ends
+    found = []
+    for (group, topic_id, partition), sp in sorted(view.share_partitions.items()):
+        topic = view.topic_names.get(topic_id)
+        if (topic is None or topic not in view.settings.topics or sp.start_offset == UNKNOWN
+                or topic not in ids):
+            continue
+        row = ends.index.get(tp_key(ids[topic], partition))
+        if row is not None and ends.counts[row] and sp.start_offset < ends.latest(
+                tp_key(ids[topic], partition))[0]:
+            found.append((group, topic, partition, ids[topic], row, sp.start_offset))
+    if not found:
+        return
+    names, topic_names, partitions, topic_ids, rows, starts = (list(x) for x in zip(*found))
+    rows, starts = np.array(rows), np.array(starts, dtype=np.int64)
+    age, method = time_lags(ends.offsets[rows], ends.times[rows], ends.counts[rows], starts, now,
+                            ends.firsts[rows])
+    log_first = ends.firsts[rows]
+    early = (starts <= ends.starts[rows]) | (method == int(TimeLagMethod.UNKNOWN))
+    early &= ~np.isnan(log_first)
+    age = np.where(early, now - log_first, age)
+    retention = topic_retention_s(view)[np.array(topic_ids)]
+    risk = risk_seconds(age, retention, age_growth(np.zeros(len(rows)), np.ones(len(rows))))
+    has = np.flatnonzero(~np.isnan(risk))
+    if not len(has):
+        return
+    group_table = NameTable(sorted(set(names)))
+    group_pos = np.array([group_table.raw.index(name) for name in names])[has]
+    c = view.settings.cluster
+    if view.settings.granularity == PARTITION:
+        out.put("kafka_sharegroup_partition_retention_risk_seconds",
+                [("cluster", c), ("group", IndexedNames(group_table, group_pos)),
+                 ("topic", IndexedNames(NameTable(topic_names), has)),
+                 ("partition", np.array(partitions)[has])], risk[has], True)
+    _per_group(out, "kafka_sharegroup_retention_risk_seconds", c, group_table, group_pos,
+               risk[has], np.minimum)

@@ -1,0 +1,76 @@
+"""The polled topics' retention settings, read again every `interval_s` (lag.metadata_interval)
+by the end-offset poller's thread, after its poll, and kept in the view (`TopicRetention`) for
+the retention-risk figures (`streaming.exporter.risk_render`).
+
+One DescribeConfigs request a read for every topic the view polls. Settings change seldom; a
+minute's delay in seeing a new retention.ms is what a minute's metadata delay costs elsewhere.
+Topics this principal may not DESCRIBE_CONFIGS get no risk figure (rather than one guessed from
+Kafka's defaults): said once in the log, with what to grant, and counted in
+`groupscope_topic_configs_refused`. A failed read keeps the last settings.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+from streaming.kafka.offsets import close_quietly
+from streaming.kafka.refusals import Refused
+from streaming.kafka.topic_configs import TopicConfigReader, TopicConfigs
+from streaming.outage_log import OutageLog
+
+log = logging.getLogger("groupscope.topicconfigs")
+
+
+class TopicConfigsPoller:
+    """`poll_if_due()` after each end-offset poll reads the settings when `interval_s` has
+    passed since the last read (or the last refusal's back-off)."""
+
+    def __init__(self, view, reader_factory: Callable[[], TopicConfigReader],
+                 interval_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.view = view
+        self._factory = reader_factory
+        self._reader: TopicConfigReader | None = None
+        self.interval_s = interval_s
+        self._clock = clock
+        self._next_at = 0.0
+        what = f"topic configs of cluster {view.settings.cluster}"
+        # said once while the same topics are refused (repeat_s None): a refusal is lasting
+        self._refused = Refused(log, what, "", repeat_s=None, answered="every topic's "
+                                "configs are described now: retention risk served for all")
+        self._outage = OutageLog(log, f"DescribeConfigs of {what}")
+
+    def poll_if_due(self) -> None:
+        now = self._clock()
+        if now < self._next_at:
+            return
+        self._next_at = now + self.interval_s
+        with self.view.lock:
+            topics = sorted({topic for topic, _ in self.view.polled()})
+        try:
+            if self._reader is None:
+                self._reader = self._factory()
+            answer = self._reader.read(topics)
+        except Exception as exc:  # the figures keep the last settings
+            self._outage.failed(exc, "retention risk keeps the settings read before")
+            self._drop_reader()
+            return
+        self._outage.answered()
+        self._take(answer)
+
+    def _take(self, answer: TopicConfigs) -> None:
+        refusal = answer.refusal()
+        if refusal is None:
+            self._refused.answered()
+        else:
+            self._refused.refused(refusal)
+        with self.view.lock:
+            if self.view.retention.update(answer.retention, len(answer.refused)):
+                self.view.ends_version += 1  # the lag part (where the figures are) renders again
+
+    def _drop_reader(self) -> None:
+        reader, self._reader = self._reader, None
+        close_quietly(reader, "topic configs client")
+
+    def close(self) -> None:
+        self._drop_reader()

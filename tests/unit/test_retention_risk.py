@@ -1,0 +1,234 @@
+"""Retention risk, rates and the catch-up forecast: the pure maths (coordinator.rates,
+coordinator.retention), reading a DescribeConfigs answer, and the figures a view serves."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from coordinator.rates import RateMethod, catch_up, forecast_methods, window_rates
+from coordinator.retention import (RETENTION_CHECK_S, age_growth, parse_config, risk_seconds)
+from coordinator.timelag import TimeLagMethod
+from streaming.exporter.metrics_cache import MetricsCache
+from streaming.exporter.topic_configs_poller import TopicConfigsPoller
+from streaming.exporter.view import MonitorView, ViewSettings
+from streaming.kafka.topic_configs import TopicConfigs, read_answer
+from tests.support.scrape_support import parse
+from tests.unit.test_exporter import Clock, snapshot
+
+pytestmark = pytest.mark.unit
+
+
+def _rows(*samples):
+    """Sample rows [(offset, time), ...] as (offsets, times, counts) matrices."""
+    width = max(len(s) for s in samples)
+    offsets = np.zeros((len(samples), width), np.int64)
+    times = np.zeros((len(samples), width))
+    for i, row in enumerate(samples):
+        for j, (o, t) in enumerate(row):
+            offsets[i, j], times[i, j] = o, t
+    return offsets, times, np.array([len(s) for s in samples])
+
+
+def test_a_rate_is_the_offsets_moved_over_the_window_or_the_shorter_span_the_samples_cover():
+    offsets, times, counts = _rows([(0, 0.0), (100, 10.0), (300, 20.0)],  # 20/s, then stays
+                                   [(50, 15.0), (70, 19.0)],               # from t=15 only
+                                   [(5, 19.0)], [])
+    current = np.array([300, 70, 5, 0])
+    rate, method, since = window_rates(offsets, times, counts, current, 30.0, 20.0)
+    # at t=30 over [10, 30]: from 100 (at t=10) to 300: 10/s; stopped since t=20 shows in it
+    assert rate[0] == pytest.approx(10.0) and method[0] == RateMethod.WINDOW
+    assert rate[1] == pytest.approx(20 / 15) and method[1] == RateMethod.PARTIAL
+    assert since[1] == 15.0
+    assert rate[2] == 0.0 and method[2] == RateMethod.PARTIAL  # one commit 11 s ago, no move
+    assert math.isnan(rate[3]) and method[3] == RateMethod.UNKNOWN
+
+
+def test_a_rewind_counts_as_no_progress():
+    offsets, times, counts = _rows([(500, 0.0), (100, 5.0)])
+    rate, _, _ = window_rates(offsets, times, counts, np.array([100]), 10.0, 20.0)
+    assert rate[0] == 0.0
+
+
+def test_catch_up_is_lag_over_the_gain_and_never_while_consumers_are_slower():
+    lag = np.array([1000, 1000, 1000, 0, 50])
+    consume = np.array([30.0, 10.0, 5.0, 0.0, np.nan])
+    produce = np.array([10.0, 10.0, 10.0, 10.0, 1.0])
+    got = catch_up(lag, consume, produce)
+    assert got[0] == pytest.approx(50.0)
+    assert got[1] == math.inf and got[2] == math.inf
+    assert got[3] == 0.0 and math.isnan(got[4])
+    methods = forecast_methods(lag, np.array([1, 2, 1, 1, 3]), np.array([1, 1, 1, 1, 1]))
+    assert methods.tolist() == [1, 2, 1, RateMethod.CAUGHT_UP, 3]
+
+
+def test_a_stopped_group_loses_records_when_its_first_unconsumed_record_is_retention_old():
+    growth = age_growth(np.array([0.0, 5.0, 10.0, 20.0, np.nan, 3.0]),
+                        np.array([10.0, 10.0, 10.0, 10.0, 10.0, 0.0]))
+    assert growth[:3].tolist() == [1.0, 0.5, 0.0]
+    assert growth[3] < 0 and growth[4] == 1.0 and growth[5] < 0  # unknown pace: as if stopped
+    risk = risk_seconds(np.full(6, 40.0), np.full(6, 100.0), growth)
+    assert risk[0] == 60.0  # stopped: the record is 40 s old of 100 s
+    assert risk[1] == 120.0  # half the producers' pace: its age grows half a second a second
+    assert risk[2] == math.inf and risk[3] == math.inf and risk[5] == math.inf
+    assert risk[4] == 60.0
+    assert risk_seconds(np.array([130.0]), np.array([100.0]), np.array([0.5]))[0] == 0.0
+
+
+def test_the_config_says_what_deletes_by_age_and_how_late_deletion_may_come():
+    compacted = parse_config({"cleanup.policy": "compact", "retention.ms": "1000"})
+    both = parse_config({"cleanup.policy": "compact,delete", "retention.ms": "60000",
+                         "segment.ms": "5000"})
+    unlimited = parse_config({"cleanup.policy": "delete", "retention.ms": "-1"})
+    default = parse_config({})
+    assert not compacted.time_limited and not unlimited.time_limited
+    assert both.time_limited and both.retention_ms == 60000
+    assert both.late_by_s(1.0) == 6.0
+    assert default.time_limited and default.retention_ms == 7 * 86400 * 1000
+    assert default.late_by_s() == 7 * 86400 + RETENTION_CHECK_S
+
+
+def _result(name, error=0, **configs):
+    return SimpleNamespace(resource_name=name, error_code=error, error_message=None,
+                           configs=[SimpleNamespace(name=k.replace("_", "."), value=v)
+                                    for k, v in configs.items()])
+
+
+def test_a_describe_configs_answer_gives_settings_refused_topics_and_leaves_gone_ones_out():
+    answer = read_answer([_result("orders", retention_ms="60000"), _result("secret", 29),
+                          _result("gone", 3)])
+    assert answer.retention["orders"].retention_ms == 60000
+    assert answer.refused == ("secret",) and "gone" not in answer.retention
+    assert "DESCRIBE_CONFIGS" in answer.refusal() and "secret" in answer.refusal()
+    with pytest.raises(Exception):
+        read_answer([_result("orders", 35)])
+
+
+T0 = 1_700_000_000.0
+
+
+def _view(clock, **settings):
+    view = MonitorView(ViewSettings(cluster="c", **settings), clock=clock)
+    view.retention.rate_window_s = 20.0
+    return view
+
+
+def _commit(view, clock, group, offset):
+    view.update_groups([snapshot(group, [], [("orders", 0, offset, clock.now)],
+                                 state="Empty", subscribed=["orders"], updated_s=clock.now)])
+
+
+def _poll(view, clock, end, start=0):
+    view.update_end_offsets({("orders", 0): end}, {("orders", 0): start}, clock.now, 0.01)
+
+
+def _served(cache, name):
+    return {tuple(sorted(dict(labels).items())): value
+            for labels, value in parse(cache.text()).get(name, {}).items()}
+
+
+class _Reader:
+    def __init__(self, answer):
+        self.answer, self.asked = answer, []
+
+    def read(self, topics):
+        self.asked.append(topics)
+        return self.answer
+
+    def close(self):
+        pass
+
+
+def _scenario(refused=False):
+    """Producers write 10 records/s to orders-0 for 30 s; `stopped` commits once at offset 100
+    (written at T0 + 10), `slow` follows at 2/s, `fast` catches up at 20/s from 100."""
+    clock = Clock(T0)
+    view = _view(clock)
+    answer = (TopicConfigs({}, ("orders",)) if refused
+              else TopicConfigs({"orders": parse_config({"retention.ms": "120000"})}))
+    TopicConfigsPoller(view, lambda: _Reader(answer), clock=clock).poll_if_due()
+    for step in range(31):
+        clock.now = T0 + step
+        _poll(view, clock, 10 * step)
+        if step == 10:
+            _commit(view, clock, "stopped", 100)
+        if step >= 10:
+            _commit(view, clock, "slow", 100 + 2 * (step - 10))
+            _commit(view, clock, "fast", min(10 * step, 100 + 20 * (step - 10)))
+    return view, clock
+
+
+def test_a_view_serves_rates_forecasts_and_risks_by_each_groups_pace():
+    view, clock = _scenario()
+    cache = MetricsCache(view)
+    key = lambda g: (("cluster", "c"), ("group", g), ("partition", "0"), ("topic", "orders"))
+    risk = _served(cache, "kafka_consumergroup_retention_risk_seconds")
+    rate = _served(cache, "kafka_consumergroup_consume_rate")
+    plan = _served(cache, "kafka_consumergroup_catch_up_seconds")
+    # stopped: the record at 100 was written at T0 + 10 (the poller saw the end reach 101
+    # between T0 + 10 and T0 + 11), 120 s of retention: due at about T0 + 130, 100 s from now
+    assert 99.0 <= risk[key("stopped")] <= 101.0
+    assert rate[key("stopped")] == 0.0 and plan[key("stopped")] == math.inf
+    # slow: at 2/s of 10/s its first unconsumed record (140, written at T0 + 14.1) ages 0.8 s a
+    # second: 120 s of retention are reached after (120 - 15.9) / 0.8 s
+    assert rate[key("slow")] == pytest.approx(2.0)
+    assert plan[key("slow")] == math.inf
+    assert risk[key("slow")] == pytest.approx((120 - 15.9) / 0.8, rel=0.01)
+    # fast: caught up, nothing at risk and no forecast to wait for
+    assert key("fast") not in risk and plan[key("fast")] == 0.0
+    methods = _served(cache, "kafka_consumergroup_retention_risk_method")
+    # the poller keeps end offsets only of partitions groups commit to: from T0 + 11 on, after
+    # the record at 100, whose time is extrapolated
+    assert methods[key("stopped")] == TimeLagMethod.EXTRAPOLATED
+    group_risk = _served(cache, "kafka_consumergroup_group_retention_risk_seconds")
+    assert group_risk[(("cluster", "c"), ("group", "stopped"))] == risk[key("stopped")]
+    produce = _served(cache, "kafka_partition_produce_rate")
+    assert produce[(("cluster", "c"), ("partition", "0"), ("topic", "orders"))] == \
+        pytest.approx(10.0)
+    assert _served(cache, "groupscope_topic_configs_refused") == {(("cluster", "c"),): 0.0}
+
+
+def test_a_faster_group_gets_a_finite_forecast():
+    view, clock = _scenario()
+    for step in range(31, 38):  # `slow` speeds up to 30/s
+        clock.now = T0 + step
+        _poll(view, clock, 10 * step)
+        _commit(view, clock, "slow", 140 + 30 * (step - 30))
+    cache = MetricsCache(view)
+    key = (("cluster", "c"), ("group", "slow"), ("partition", "0"), ("topic", "orders"))
+    finite = _served(cache, "kafka_consumergroup_catch_up_seconds")[key]
+    rate = _served(cache, "kafka_consumergroup_consume_rate")[key]
+    # over its last 10 commits (t = 28 to 37: from 136 to 350) against the producers' 10/s
+    assert rate == pytest.approx((350 - 136) / 9)
+    assert finite == pytest.approx((370 - 350) / (rate - 10.0))
+
+
+def test_without_describe_configs_no_risk_is_served_and_the_refusal_is_counted(caplog):
+    view, _ = _scenario(refused=True)
+    cache = MetricsCache(view)
+    assert _served(cache, "kafka_consumergroup_retention_risk_seconds") == {}
+    assert _served(cache, "groupscope_topic_configs_refused") == {(("cluster", "c"),): 1.0}
+    assert _served(cache, "kafka_consumergroup_consume_rate")  # rates need no settings
+
+
+def test_the_refusal_is_said_once():
+    import logging
+
+    clock = Clock(T0)
+    view = _view(clock)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("groupscope.topicconfigs").addHandler(handler)
+    try:
+        poller = TopicConfigsPoller(view, lambda: _Reader(TopicConfigs({}, ("orders",))),
+                                    interval_s=1.0, clock=clock)
+        for step in range(5):
+            clock.now = T0 + 2 * step
+            poller.poll_if_due()
+    finally:
+        logging.getLogger("groupscope.topicconfigs").removeHandler(handler)
+    said = [r for r in records if "DESCRIBE_CONFIGS" in r.getMessage()]
+    assert len(said) == 1
