@@ -156,6 +156,8 @@ class LagConfig:
                             "lag.read_budget a poll and estimated beyond it (auto)")
     read_budget: int = _key(1000, "lag.time_method auto: first records read per poll at most, "
                             "most lag first")
+    rate_window: float = _duration(300.0, "consume and produce rates (and the catch-up forecast "
+                                   "and retention risk made of them) are measured over this long")
 
 
 @dataclass(frozen=True)
@@ -459,6 +461,8 @@ def validate(config: Config) -> None:
         _one_of("metrics.compat", name, METRIC_COMPAT)
     _one_of("metrics.granularity", config.metrics.granularity, GRANULARITIES)
     _one_of("lag.time_method", config.lag.time_method, TIME_METHODS)
+    if config.lag.rate_window <= 0:
+        raise UserError("config key lag.rate_window: must be > 0")
     if config.lag.read_budget < 1:
         raise UserError("config key lag.read_budget: at least 1 first record a poll")
     if source.admin_interval <= 0:

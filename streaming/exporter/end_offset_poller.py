@@ -54,8 +54,12 @@ class EndOffsetPoller:
                  clock: Callable[[], float] = time.time,
                  on_poll: Callable[[], None] | None = None,
                  source_topic: str | None = None,
-                 poll_by: Callable[[], float | None] | None = None) -> None:
+                 poll_by: Callable[[], float | None] | None = None,
+                 configs=None) -> None:
         self.view = view
+        # The topics' retention settings (streaming/exporter/topic_configs_poller.py), read
+        # after a poll when due: None reads none.
+        self._configs = configs
         # When a poll should start for its render to be done as the next scrape comes (on
         # `clock`; None: no pace known), e.g. MetricsCache.poll_by: the poll before is moved to
         # that moment, never later than the interval would have it.
@@ -116,6 +120,8 @@ class EndOffsetPoller:
             self._first_record_times(client, ends, starts)
             if self.settings.time_method != "estimate":
                 self._read_first_records(client)
+            if self._configs is not None:
+                self._configs.poll_if_due()
             self._outage.answered()
             self._refused.answered()
             self.view.set_source_refusal("connect", None)
@@ -301,3 +307,5 @@ class EndOffsetPoller:
             self._thread.join(timeout=self.settings.timeout_s * 3)
             self._thread = None
         self._drop_client()
+        if self._configs is not None:
+            self._configs.close()

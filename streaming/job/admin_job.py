@@ -20,7 +20,7 @@ from streaming.config import Config
 from streaming.exporter.view import MonitorView
 from streaming.gc_pause import collector_paused
 from streaming.job.settings import (admin_groups_factory, exporter_settings, poller_settings,
-                                    view_settings)
+                                    topic_configs_poller, view_settings)
 from streaming.kafka.admin_groups import AdminGroups
 from streaming.job.poll_history import PollHistory
 from streaming.kafka.offsets import close_quietly
@@ -73,6 +73,9 @@ class AdminJob:
             settings = poller_settings(self.config)
             self.poller = EndOffsetPoller(self.view, offsets_client_factory(self.config),
                                           settings, clock=self.view.clock,
+                                          configs=topic_configs_poller(
+                                              self.config, self.view,
+                                              settings.metadata_interval_s),
                                           **(cache.poller_hooks(settings.interval_s)
                                              if cache is not None else {})).start()
         self._thread = threading.Thread(target=self._run, name="groupscope-admin-poll",

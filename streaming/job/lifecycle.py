@@ -35,7 +35,7 @@ from streaming.job.history_maintenance import HistoryMaintenance
 from streaming.job.history_totals import restore
 from streaming.job.admin_seed import AdminSeed
 from streaming.job.settings import (admin_groups_factory, exporter_settings, offsets_client_factory,
-                                    poller_settings, view_settings)
+                                    poller_settings, topic_configs_poller, view_settings)
 from streaming.exporter.view import MonitorView
 from streaming.offsets.lane import LaneBatch, OffsetsLane, split_commits
 from streaming.offsets.lookup import LookupServer, driver_host
@@ -446,6 +446,9 @@ class Job:
                                           clock=self.view.clock,
                                           source_topic=config.source.topic if log_source
                                           else None,
+                                          configs=topic_configs_poller(
+                                              config, self.view, settings.metadata_interval_s)
+                                          if log_source else None,
                                           **(cache.poller_hooks(settings.interval_s)
                                              if cache is not None else {})).start()
         # The Admin API shows the cluster's groups: a seed only for a job that reads their log,

@@ -62,8 +62,25 @@ def admin_groups_factory(config) -> Callable[[], "AdminGroups"]:
     settings, each request bounded by lag.timeout."""
     from streaming.kafka.admin_groups import AdminGroups
 
-    source = config.source
-    settings = KafkaSourceOptions(bootstrap_servers=source.bootstrap_servers,
-                                  client_options=dict(source.kafka)).kafka_python_config()
-    timeout_s = config.lag.timeout
+    settings, timeout_s = _admin_settings(config), config.lag.timeout
     return lambda: AdminGroups(settings, timeout_s=timeout_s)
+
+
+def _admin_settings(config) -> dict:
+    """kafka-python settings of an admin connection like the source's (`source.kafka`)."""
+    source = config.source
+    return KafkaSourceOptions(bootstrap_servers=source.bootstrap_servers,
+                              client_options=dict(source.kafka)).kafka_python_config()
+
+
+def topic_configs_poller(config, view, interval_s: float):
+    """The reader of the polled topics' retention settings (DescribeConfigs, every
+    `interval_s`) for the end-offset poller, with the source's connection settings; the view's
+    rates are taken over lag.rate_window."""
+    from streaming.exporter.topic_configs_poller import TopicConfigsPoller
+    from streaming.kafka.topic_configs import TopicConfigReader
+
+    settings, timeout_s = _admin_settings(config), config.lag.timeout
+    with view.lock:
+        view.retention.rate_window_s = config.lag.rate_window
+    return TopicConfigsPoller(view, lambda: TopicConfigReader(settings, timeout_s), interval_s)
