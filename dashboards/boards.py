@@ -243,6 +243,14 @@ def _share_groups(layout: g.Layout) -> None:
                 rename={"Value #A": "lag", "Value #B": "start offset", "Value #C": "to deliver again",
                         "Value #D": "archived"},
                 links=TABLE_GROUP_LINK, width=8, sort_by="lag"),
+        g.timeseries("Share groups' retention risk",
+                     [g.target(f"min by (group) ({_s('kafka_sharegroup_retention_risk_seconds', GROUPS)})",
+                               "{{group}}")],
+                     unit="s", links=GROUP_LINK, width=24,
+                     threshold=g.thresholds((None, "red"), (3600, "yellow"), (86400, "green")),
+                     description="Seconds until the record at a share-partition's start offset is deleted by "
+                                 "the topic's retention.ms if the start offset stays where it is (its pace is "
+                                 "not kept): the lowest of the group's partitions."),
     )
 
 
@@ -310,6 +318,34 @@ def group_detail() -> dict[str, Any]:
                                "retention margin {{topic}} (messages)")],
                      description="Lost: messages deleted by retention before the group read them. Margin: how far "
                                  "the committed offset is above the log start (negative means loss)."),
+    )
+    layout.row("Retention risk and catch-up")
+    layout.add(
+        g.timeseries("Retention risk per partition",
+                     [g.target(_s("kafka_consumergroup_retention_risk_seconds", ONE_GROUP), "{{topic}}[{{partition}}]")],
+                     unit="s", threshold=g.thresholds((None, "red"), (3600, "yellow"), (86400, "green")),
+                     description="Seconds until records the group has not read yet are deleted by the topic's "
+                                 "retention.ms, at its pace (no line: its pace keeps it clear, or the topic's "
+                                 "settings cannot be described). Deletion goes a segment at a time: the loss may "
+                                 "come up to segment.ms and one retention check later, never earlier."),
+        g.timeseries("Catch-up forecast",
+                     [g.target(_s("kafka_consumergroup_group_catch_up_seconds", ONE_GROUP), "group"),
+                      g.target(f"max by (topic) ({_s('kafka_consumergroup_catch_up_seconds', ONE_GROUP)})",
+                               "{{topic}}")],
+                     unit="s", description="Lag / (consume rate - produce rate) over lag.rate_window; +Inf (off "
+                                           "the chart) means never: consumers no faster than producers."),
+        g.timeseries("Consumed vs produced (records/s, the forecast's rates)",
+                     [g.target(f"sum by (topic) ({_s('kafka_consumergroup_consume_rate', ONE_GROUP)})",
+                               "consumed {{topic}}"),
+                      g.target(f"sum by (topic) ({_s('kafka_partition_produce_rate', CLUSTER)} and on "
+                               f"(cluster, topic, partition) {_s('kafka_consumergroup_consume_rate', ONE_GROUP)})",
+                               "produced {{topic}}")],
+                     unit="ops"),
+        g.state_timeline("Forecast method per partition",
+                         [g.target(_s("kafka_consumergroup_catch_up_method", ONE_GROUP), "{{topic}}[{{partition}}]")],
+                         mappings=g.RATE_METHOD_MAPPING,
+                         description="Whole window: both rates over lag.rate_window; shorter span: over the "
+                                     "commits kept (status.window_size); unknown: no forecast."),
     )
     layout.row("Status")
     layout.add(
@@ -469,6 +505,7 @@ SHARE_GROUP_PANELS = frozenset({
     ("groupscope-overview.json", "Share lag by group"),
     ("groupscope-overview.json", "Records archived per minute"),
     ("groupscope-overview.json", "Share-partitions"),
+    ("groupscope-overview.json", "Share groups' retention risk"),
 })
 
 BOARDS = {"groupscope-overview.json": overview, "groupscope-group.json": group_detail,

@@ -50,6 +50,11 @@ LAG_METHOD_MAPPING = [{"type": "value", "options": {
     "1": {"text": "interpolated", "color": "blue", "index": 1},
     "2": {"text": "extrapolated", "color": "yellow", "index": 2},
     "3": {"text": "unknown", "color": "red", "index": 3}}}]
+RATE_METHOD_MAPPING = [{"type": "value", "options": {  # coordinator.rates.RateMethod
+    "0": {"text": "caught up", "color": "green", "index": 0},
+    "1": {"text": "whole window", "color": "blue", "index": 1},
+    "2": {"text": "shorter span", "color": "yellow", "index": 2},
+    "3": {"text": "unknown", "color": "red", "index": 3}}}]
 
 
 class _Built:
