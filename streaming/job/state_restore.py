@@ -54,6 +54,8 @@ class CommittedState:
     monitor: dict[str, Any] | None
     # Deleted groups -> the offset of their tombstone (the offsets lane hides their offsets).
     dead_at: dict[str, int] = field(default_factory=dict)
+    # Every group -> where its last record sits in its __consumer_offsets partition (-1: none).
+    positions: dict[str, int] = field(default_factory=dict)
 
 
 def committed_state(spark, query_checkpoint: str, layout: str = BUCKET_MAP) -> CommittedState | None:
@@ -85,9 +87,11 @@ def committed_state(spark, query_checkpoint: str, layout: str = BUCKET_MAP) -> C
                     if group == MONITOR_KEY and blob is not None), None)
     states = [GroupState.from_bytes(bytes(blob)) for group, blob in blobs
               if group != MONITOR_KEY and blob is not None]
+    positions = {state.group: state.positions.get(state.coordinator_partition, -1)
+                 for state in states}
     return CommittedState([state.to_dict() for state in states], monitor,
-                          {state.group: state.positions.get(state.coordinator_partition, -1)
-                           for state in states if state.dead})
+                          {state.group: positions[state.group] for state in states if state.dead},
+                          positions)
 
 
 def last_committed_batch(spark, query_checkpoint: str) -> int | None:

@@ -38,6 +38,11 @@ def restored_lane(spark, checkpoint: str, state: CommittedState | None,
         table = OffsetsTable()
         if committed is not None and held:
             table.apply(_commits_of(held))
+            # The group lane looks a group up by its activity: without one, the next record of
+            # a moved group would find none of its offsets and drop them.
+            for s in held:
+                table.note_position(s["group"], s["coordinator_partition"],
+                                    state.positions.get(s["group"], -1), s["updated_ms"] or 0)
             store.write_base(committed, table)
             log.info("the offsets of the checkpoint's %d groups moved to the offsets lane",
                      len(held))

@@ -282,6 +282,17 @@ class OffsetsTable:
 
     # ---- the group lane's view -------------------------------------------------------------
 
+    def note_position(self, group: str, partition: int, last_offset: int, last_ts: int) -> None:
+        """Where `group`'s last record sits, as another reader of the log saw it (a checkpoint of
+        the layout before the lane: its state's last position), for a group whose entries came
+        without one. Its last commit is taken to sit there too: the group held offsets, and a
+        later tombstone of it is later still, so no revival is read into it."""
+        g = self.groups.id(group)
+        self._grow_groups(g + 1)
+        if last_offset > self.a_last[g]:
+            self.a_partition[g], self.a_last[g], self.a_ts[g] = partition, last_offset, last_ts
+            self.a_commit[g] = max(int(self.a_commit[g]), last_offset)
+
     def note_deleted(self, group: str, offset: int) -> None:
         """The group lane deleted `group` with a tombstone at `offset` of its partition."""
         self.dead_at[group] = offset
