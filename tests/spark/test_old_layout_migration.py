@@ -33,7 +33,7 @@ def _served(job) -> dict[str, dict[tuple[str, int], int]]:
             if group.dead_since_s is None}
 
 
-def _kafka_offsets(timeline) -> dict[str, dict[tuple[str, int], int]]:
+def _reference_offsets(timeline) -> dict[str, dict[tuple[str, int], int]]:
     """Each live group's committed offsets as one reducer fed every record holds them."""
     return {name: {(e["topic"], e["partition"]): e["offset"] for e in state["offsets"]}
             for name, state in reference_groups(timeline).items() if state["state"] != "Dead"}
@@ -43,7 +43,7 @@ def test_an_old_layout_checkpoint_moves_its_offsets_to_the_lane(spark, tmp_path)
     capture = _unpacked(tmp_path)
     layout = tmp_path / "checkpoint" / STATE_LAYOUT_FILE
     assert "offsets" not in json.loads(layout.read_text())  # as the old code wrote it
-    expected = _kafka_offsets(mixed_timeline())
+    expected = _reference_offsets(mixed_timeline())
     assert expected["orders-app"] and expected["payments"]
 
     first = replay_to_end(spark, tmp_path, capture)
@@ -61,4 +61,4 @@ def test_an_old_layout_checkpoint_moves_its_offsets_to_the_lane(spark, tmp_path)
         write_capture(capture, timeline_lines(timeline))
         again = replay_to_end(spark, tmp_path, capture)
         assert again.view.groups["orders-app"].snapshot["generation"] == generation
-        assert _served(again) == expected == _kafka_offsets(timeline)
+        assert _served(again) == expected == _reference_offsets(timeline)
