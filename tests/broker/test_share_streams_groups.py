@@ -388,3 +388,42 @@ def test_transaction_markers_are_not_archived_records(broker, job) -> None:
         for consumer in consumers:
             consumer.kill()
             consumer.wait(timeout=10)
+
+
+def test_share_archived_counters_go_on_across_a_restart(spark, broker, tmp_path) -> None:
+    """A share group that rejected every record: its archived counter, served before the job
+    stops, is served again after it starts on its checkpoint (never lower), though the new run
+    reads `__share_group_state` from its start and counts none of that backlog itself."""
+    run = uuid.uuid4().hex[:6]
+    topic, group = f"share-restart-{run}", f"share-restart-{run}"
+    total = PARTITIONS * RECORDS_PER_PARTITION
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    _produce(broker.bootstrap, topic, total)
+    _from_earliest(broker, [group])
+    (consumer,) = _share_consumers(broker, topic, [(group, ("--reject",))])
+    job = run_groupscope_job(spark, broker.bootstrap, tmp_path / "job", share_state=True)
+    try:
+        def archived() -> int | None:
+            samples = job.scrape()
+            if not any(("group", group) in k for k in samples.get("kafka_sharegroup_archived_records_total", {})):
+                return None
+            return _share_sum(samples, "kafka_sharegroup_archived_records_total", group)
+
+        deadline = time.monotonic() + TIMEOUT_S
+        while archived() != total:
+            assert time.monotonic() < deadline, f"archived {archived()} of {total}"
+            time.sleep(1.0)
+        consumer.kill()
+        consumer.wait(timeout=10)
+        job.stop()
+        job = run_groupscope_job(spark, broker.bootstrap, tmp_path / "job", share_state=True)
+        seen = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while not seen or seen[-1] != total:
+            seen.append(archived())
+            assert seen[-1] in (None, total), f"served after the restart: {seen}"
+            assert time.monotonic() < deadline, f"not served again: {seen}"
+            time.sleep(0.5)
+    finally:
+        consumer.kill()
+        job.stop()
