@@ -116,3 +116,48 @@ def test_two_clusters_in_one_job_and_one_of_them_down(spark, broker, broker39, t
         fleet.stop()
         if killed:
             broker39.restart()
+
+
+def test_healthz_says_stopping_for_every_cluster_while_a_fleet_stops(spark, broker, tmp_path):
+    """Two clusters (two names for the session broker) in one job; the first one's stop is held
+    as a long drain holds it: meanwhile /healthz answers 503, every cluster stopping, since
+    what is served no longer follows any of them."""
+    tag = uuid.uuid4().hex[:8]
+    data, log_topic = f"fleet-stop-data-{tag}", f"fleet-stop-offsets-{tag}"
+    create_topic(broker.bootstrap, data, 1)
+    create_topic(broker.bootstrap, log_topic, LOG_PARTITIONS)
+    _commit(broker.bootstrap, log_topic, f"fleet-stop-{tag}", data, 0, 3, T0)
+    config = tmp_path / "groupscope.yaml"
+    config.write_text(yaml.safe_dump({
+        "source": {"topic": log_topic, "share_state": False},
+        "checkpoint": {"path": str(tmp_path / "checkpoint")},
+        "exporter": {"listen": "127.0.0.1:0"},
+        "lag": {"poll_interval": "0.5s", "timeout": "2s"},
+        "trigger": {"interval": "0.5s"},
+        "clusters": [{"name": name, "source": {"bootstrap_servers": broker.bootstrap}}
+                     for name in ("east", "west")]}))
+    fleet = Fleet(load_fleet(str(config), env={}), spark=spark).start()
+    held, release = threading.Event(), threading.Event()
+    first_stop = fleet.jobs[0].stop
+
+    def slow_stop() -> None:
+        first_stop()
+        held.set()
+        release.wait(60)
+
+    fleet.jobs[0].stop = slow_stop
+    stopping = threading.Thread(target=fleet.stop)
+    try:
+        until("both clusters ok", lambda: _healthz(fleet.exporter.port) == (200, "east: ok\nwest: ok\n"),
+              timeout_s=120)
+        stopping.start()
+        assert held.wait(60), "the first cluster's stop did not end"
+        status, body = _healthz(fleet.exporter.port)
+        assert status == 503 and [line.split(": ", 1) for line in body.splitlines()] == [
+            [name, "stopping: what is served no longer follows the cluster"] for name in ("east", "west")]
+    finally:
+        release.set()
+        if stopping.ident:
+            stopping.join(60)
+        else:
+            fleet.stop()
