@@ -45,6 +45,10 @@ def broker(tmp_path_factory) -> KafkaBroker:
     listener (`bootstrap`) lets tests do anything; its secured listeners (`secured_broker`)
     grant only what ACLs allow."""
     props, listeners, format_args, password, tls = secured_settings(tmp_path_factory.mktemp("tls"))
+    # Retention checked every second, not every 5 min: only topics with a retention of their own
+    # lose records (log.retention.ms is -1 here), and tests/broker/test_retention_risk.py waits
+    # for one to.
+    props = {**props, "log.retention.check.interval.ms": "1000"}
     running = start_kafka("4.4.0", extra_props=props, listeners=listeners, format_args=format_args)
     running.scram_password, running.tls = password, tls  # for secured_broker
     yield running

@@ -70,7 +70,8 @@ def _rates(view, frame: LagFrame, end_rows: np.ndarray, now: float, window_s: fl
             table.w_offsets[rows], table.w_times[rows], table.lengths[rows], frame.offset[part],
             now, window_s)
         at = np.maximum(end_rows[part], 0)
-        o, t, c = ends.offsets[at], ends.times[at], np.where(end_rows[part] >= 0, ends.counts[at], 0)
+        o, t = ends.offsets[at], ends.times[at]
+        c = np.where(end_rows[part] >= 0, ends.counts[at], 0)
         latest_t = np.take_along_axis(t, np.maximum(c - 1, 0)[:, None], axis=1)[:, 0]
         # the producers over the consumer's own span: the two rates compare the same period
         same = rates_between(o, t, c, frame.end[part], since, latest_t)
