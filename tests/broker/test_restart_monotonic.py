@@ -21,6 +21,7 @@ WATCHED = ("kafka_consumergroup_rebalances_total",
            "kafka_consumergroup_rebalance_partitions_moved_total",
            "kafka_consumergroup_rebalance_duration_seconds_count", "kafka_consumergroup_generation",
            "kafka_consumergroup_committed_offset")
+AFTER_READY_S = 5.0  # scraped this long after the restarted job is ready
 
 
 def _watched(samples, group: str) -> dict[tuple, float]:
@@ -63,9 +64,17 @@ def test_a_restart_never_serves_a_counter_or_an_offset_going_back(broker, tmp_pa
             time.sleep(0.5)
         job.stop()  # SIGTERM, as a service manager stops it
         job = start_groupscope_job(broker.bootstrap, tmp_path / "job")
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:
-            seen.append(_watched(job.scrape(), group))
+        # Watched through every step of the start: the checkpoint's groups served, the launch
+        # seed adding the groups they lack, the catch-up; the seed ends when the job is ready,
+        # after which nothing of the start is left to serve. A few scrapes more after that.
+        deadline, settled = time.monotonic() + 180, None
+        while settled is None or time.monotonic() < settled + AFTER_READY_S:
+            assert time.monotonic() < deadline, "the restarted job never caught up and ended its seed"
+            samples = job.scrape()
+            seen.append(_watched(samples, group))
+            if settled is None and job.caught_up(samples) and not any(
+                    samples.get("groupscope_seeded_groups", {}).values()):
+                settled = time.monotonic()
             time.sleep(0.5)
     finally:
         members.kill_all()
