@@ -7,19 +7,27 @@ minute's delay in seeing a new retention.ms is what a minute's metadata delay co
 Topics this principal may not DESCRIBE_CONFIGS get no risk figure (rather than one guessed from
 Kafka's defaults): said once in the log, with what to grant, and counted in
 `groupscope_topic_configs_refused`. A failed read keeps the last settings.
+
+A topic the last read did not ask about (a group began committing to it) is read sooner, after
+`NEW_TOPIC_GAP_S`: its risk would otherwise wait for the next interval, and a first read made
+before any group committed asks for nothing.
 """
 from __future__ import annotations
 
 import logging
 import time
+
+import numpy as np
 from typing import Callable
 
+from streaming.exporter.ends_table import tp_parts
 from streaming.kafka.offsets import close_quietly
 from streaming.kafka.refusals import Refused
 from streaming.kafka.topic_configs import TopicConfigReader, TopicConfigs
 from streaming.outage_log import OutageLog
 
 log = logging.getLogger("groupscope.topicconfigs")
+NEW_TOPIC_GAP_S = 5.0  # the least time between two reads for topics not asked about yet
 
 
 class TopicConfigsPoller:
@@ -34,6 +42,8 @@ class TopicConfigsPoller:
         self.interval_s = interval_s
         self._clock = clock
         self._next_at = 0.0
+        self._read_at = -float("inf")
+        self._asked: frozenset[str] = frozenset()  # the topics the last read asked about
         what = f"topic configs of cluster {view.settings.cluster}"
         # said once while the same topics are refused (repeat_s None): a refusal is lasting
         self._refused = Refused(log, what, "", repeat_s=None, answered="every topic's "
@@ -42,11 +52,11 @@ class TopicConfigsPoller:
 
     def poll_if_due(self) -> None:
         now = self._clock()
-        if now < self._next_at:
+        topics = _polled_topics(self.view)
+        new = not self._asked.issuperset(topics) and now >= self._read_at + NEW_TOPIC_GAP_S
+        if now < self._next_at and not new:
             return
-        self._next_at = now + self.interval_s
-        with self.view.lock:
-            topics = sorted({topic for topic, _ in self.view.polled()})
+        self._next_at, self._read_at, self._asked = now + self.interval_s, now, frozenset(topics)
         try:
             if self._reader is None:
                 self._reader = self._factory()
@@ -74,3 +84,13 @@ class TopicConfigsPoller:
 
     def close(self) -> None:
         self._drop_reader()
+
+
+def _polled_topics(view) -> list[str]:
+    """The names of the topics the view polls (asked every poll: by topic id, not by
+    partition, which at 10^5 partitions would cost a set of tuples a poll)."""
+    with view.lock:
+        topic_ids, _ = tp_parts(np.fromiter(view.ends.index.keys(), dtype=np.int64,
+                                            count=len(view.ends.index)))
+        names = view.topics.names
+        return sorted({names[t] for t in np.unique(topic_ids).tolist()})

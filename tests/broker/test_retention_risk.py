@@ -1,31 +1,55 @@
-"""Retention risk against a real broker: a topic keeping records 60 s in segments of 5 s, a
-producer writing 20 records/s, and three groups whose commits reach the view as the job's
-would: one stopped, one keeping up, one slower than its producer and then faster. The view
-reads the topic's settings with DescribeConfigs and its offsets and first unconsumed records
-with the end-offset poller, as the job does. About 75 s: the loss takes the retention's 60 s."""
+"""Retention risk against a real broker, through the job: a topic keeping records 60 s in
+segments of 5 s, a producer writing 20 records/s, and three kafka-python consumers committing
+to `__consumer_offsets`: one stops, one keeps up, one reads slower than its producer and then
+faster. The job (a query of the session's Spark) reads their commits, the topic's settings
+(DescribeConfigs) and the first unconsumed records (lag.time_method exact); the test scrapes its
+/metrics, and a live Prometheus scraping the same endpoint evaluates the repository's two
+alerts. About 75 s: the loss takes the retention's 60 s."""
 from __future__ import annotations
 
 import math
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
+import yaml
 
-from streaming.config import load_config
-from streaming.exporter.end_offset_poller import EndOffsetPoller, PollerSettings
-from streaming.exporter.metrics_cache import MetricsCache
-from streaming.exporter.view import MonitorView, ViewSettings
-from streaming.job.settings import offsets_client_factory, topic_configs_poller
+from dashboards.livecheck import prometheus_binary, running_prometheus
+from dashboards.promtool import RULE_FILES
+from tests.support.groupscope_job import run_groupscope_job
 from tests.support.kafka_broker import create_topic, end_offsets
-from tests.support.scrape_support import parse
-from tests.unit.test_exporter import snapshot
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker,
+              pytest.mark.skipif(prometheus_binary() is None, reason="prometheus not installed "
+                                 "(run scripts/ensure-promtool.sh as root)")]
 
 RETENTION_S, SEGMENT_S, CHECK_S = 60.0, 5.0, 1.0  # the session broker checks every second
 RATE = 20  # records/s produced
-AT_RISK_S = 30.0  # "will lose records within" this, here: the default hour is all of 60 s
+# "will lose records within": the alert's hour is all of a 60 s retention, so the test's copy of
+# the alert asks for under 30 s, half the retention
+AT_RISK_S = 30.0
+RISK_ALERT, BEHIND_ALERT = "KafkaConsumerGroupRetentionRisk", "KafkaConsumerGroupFallingBehind"
+RISK = "kafka_consumergroup_retention_risk_seconds"
+LOST = "kafka_consumergroup_messages_lost"
+PLAN = "kafka_consumergroup_catch_up_seconds"
+
+
+def _rules(tmp_path: Path) -> Path:
+    """The repository's two alerts, scaled to a minute's retention: the risk's hour to
+    AT_RISK_S, the falling-behind alert's 15 minutes to 3 s (its slow phase lasts 20 s)."""
+    doc = yaml.safe_load(RULE_FILES[1].read_text())
+    rules = {r["alert"]: r for g in doc["groups"] for r in g["rules"]
+             if r.get("alert") in (RISK_ALERT, BEHIND_ALERT)}
+    assert rules[RISK_ALERT]["expr"].count("< 3600") == 2, rules[RISK_ALERT]["expr"]
+    rules[RISK_ALERT]["expr"] = rules[RISK_ALERT]["expr"].replace("< 3600", f"< {AT_RISK_S:g}")
+    assert rules[BEHIND_ALERT]["for"] == "15m"
+    rules[BEHIND_ALERT]["for"] = "3s"
+    path = tmp_path / "retention_alerts.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "retention", "rules": list(
+        rules.values())}]}, sort_keys=False))
+    return path
 
 
 def _produce(bootstrap: str, topic: str, stop: threading.Event) -> None:
@@ -41,88 +65,127 @@ def _produce(bootstrap: str, topic: str, stop: threading.Event) -> None:
         producer.close()
 
 
-def _commit(view: MonitorView, group: str, topic: str, offset: int) -> None:
-    now = view.clock()
-    view.update_groups([snapshot(group, [], [(topic, 0, offset, now)], state="Empty",
-                                 subscribed=[topic], updated_s=now)])
+class _Consumers:
+    """One kafka-python consumer a group, each assigned partition 0 from `start` and committing
+    what it read (groups without members: `Empty`, as a stopped consumer's group is)."""
+
+    def __init__(self, bootstrap: str, topic: str, groups: list[str], start: int) -> None:
+        from kafka import KafkaConsumer, TopicPartition
+
+        self.tp = TopicPartition(topic, 0)
+        self.consumers = {}
+        for group in groups:
+            consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                     enable_auto_commit=False)
+            consumer.assign([self.tp])
+            consumer.seek(self.tp, start)
+            self.consumers[group] = consumer
+
+    def read(self, group: str, most: int | None = None) -> None:
+        """Read up to `most` records (all there are: None) and commit the position."""
+        consumer = self.consumers[group]
+        consumer.poll(timeout_ms=200, max_records=most)
+        consumer.commit()
+
+    def stop(self, group: str, commit: bool = False) -> None:
+        """Close the group's consumer (`commit`: after committing where it is)."""
+        from kafka.structs import OffsetAndMetadata
+
+        consumer = self.consumers.pop(group)
+        if commit:
+            consumer.commit({self.tp: OffsetAndMetadata(consumer.position(self.tp), "", -1)})
+        consumer.close(autocommit=False)
+
+    def close(self) -> None:
+        for group in list(self.consumers):
+            self.stop(group)
 
 
-def _figures(cache: MetricsCache, group: str) -> dict[str, float]:
-    out = {}
-    for name, samples in parse(cache.text()).items():
-        for labels, value in samples.items():
-            if dict(labels).get("group") == group and "partition" in dict(labels):
-                out[name] = value
-    return out
+def _figures(samples, group: str) -> dict[str, float]:
+    return {name: value for name, series in samples.items() for labels, value in series.items()
+            if dict(labels).get("group") == group and "partition" in dict(labels)}
 
 
-def test_a_stopped_group_is_at_risk_before_it_loses_records_and_loses_them_as_forecast(broker):
-    topic = f"risk-{uuid.uuid4().hex[:8]}"
+def _firing(api) -> set[tuple[str, str]]:
+    return {(r["metric"]["alertname"], r["metric"]["group"])
+            for r in api.query('ALERTS{alertstate="firing"}')}
+
+
+def test_a_stopped_group_is_at_risk_before_it_loses_records_and_loses_them_as_forecast(
+        spark, broker, tmp_path):
+    suffix = uuid.uuid4().hex[:8]
+    topic = f"risk-{suffix}"
+    groups = {name: f"{name}-{suffix}" for name in ("stopped", "healthy", "slow")}
     create_topic(broker.bootstrap, topic, 1, {"retention.ms": str(int(RETENTION_S * 1000)),
                                               "segment.ms": str(int(SEGMENT_S * 1000))})
-    config = load_config(None, env={"GROUPSCOPE_SOURCE__BOOTSTRAP_SERVERS": broker.bootstrap,
-                                    "GROUPSCOPE_LAG__RATE_WINDOW": "10s"})
-    view = MonitorView(ViewSettings(cluster="default"))
-    poller = EndOffsetPoller(view, offsets_client_factory(config),
-                             PollerSettings(interval_s=1.0, time_method="exact"),
-                             configs=topic_configs_poller(config, view, 5.0))
-    cache = MetricsCache(view)
+    job = run_groupscope_job(spark, broker.bootstrap, tmp_path / "job", time_method="exact",
+                             rate_window="10s")
     stop = threading.Event()
     producing = threading.Thread(target=_produce, args=(broker.bootstrap, topic, stop))
     producing.start()
-    seen: dict[str, list[tuple[float, dict[str, float]]]] = {"stopped": [], "healthy": [],
-                                                             "slow": []}
+    seen: dict[str, list[tuple[float, dict[str, float]]]] = {name: [] for name in groups}
+    alerts: list[tuple[float, set[tuple[str, str]]]] = []
+    consumers = None
     try:
-        time.sleep(2.0)
-        end = end_offsets(broker.bootstrap, topic, [0])[0]
-        for group in seen:
-            _commit(view, group, topic, end)
-        assert poller.poll_once()
-        slow, previous_end, started = end, end, time.time()
-        lost_at = None
-        while time.time() - started < RETENTION_S + 25:
-            time.sleep(1.0)
-            assert poller.poll_once()
-            now, end = time.time(), view.log_end((topic, 0))[0]
-            _commit(view, "healthy", topic, previous_end)  # a poll behind: about 1 s of lag
-            # the slow group: a quarter of the producer's pace for 20 s, then three times it
-            slow = min(end, slow + (RATE // 4 if now - started < 20 else 3 * RATE))
-            _commit(view, "slow", topic, slow)
-            previous_end = end
-            for group in seen:
-                seen[group].append((now, _figures(cache, group)))
-            if lost_at is None and seen["stopped"][-1][1].get(
-                    "kafka_consumergroup_messages_lost", 0) > 0:
-                lost_at = now
-            if lost_at is not None and now - started > 40:
-                break
+        with running_prometheus(f"http://127.0.0.1:{job.port}/metrics",
+                                rule_files=(_rules(tmp_path),)) as api:
+            time.sleep(2.0)
+            consumers = _Consumers(broker.bootstrap, topic, list(groups.values()),
+                                   end_offsets(broker.bootstrap, topic, [0])[0])
+            consumers.stop(groups["stopped"], commit=True)
+            started, lost_at = time.time(), None
+            while time.time() - started < RETENTION_S + 25:
+                time.sleep(0.8)
+                now = time.time()
+                consumers.read(groups["healthy"])
+                # the slow group: a quarter of the producer's pace for 20 s, then three times it
+                consumers.read(groups["slow"], RATE // 4 if now - started < 20 else 3 * RATE)
+                samples = job.scrape()
+                for name, group in groups.items():
+                    seen[name].append((now - started, _figures(samples, group)))
+                alerts.append((now - started, _firing(api)))
+                if lost_at is None and seen["stopped"][-1][1].get(LOST, 0) > 0:
+                    lost_at = now - started
+                if lost_at is not None and now - started > 40:
+                    break
     finally:
         stop.set()
         producing.join()
-        poller.stop()
-    risk = "kafka_consumergroup_retention_risk_seconds"
+        if consumers is not None:
+            consumers.close()
+        job.stop()
     assert lost_at is not None, "the stopped group lost nothing to retention"
-    before = [(t, f) for t, f in seen["stopped"] if t < lost_at and risk in f]
+    before = [(t, f) for t, f in seen["stopped"] if t < lost_at and RISK in f]
     # at risk before the loss, read from the record itself, and the risk counted down to it
-    flagged = [t for t, f in before if f[risk] < AT_RISK_S]
+    flagged = [t for t, f in before if f[RISK] < AT_RISK_S]
     assert flagged and flagged[0] < lost_at - 10, (flagged, lost_at)
     assert all(f["kafka_consumergroup_retention_risk_method"] == 4 for _, f in before)
     # the loss came within the stated error: never before the forecast, at most one segment's
     # time and one retention check after it (and a poll, to be seen)
     when, last = before[-1]
-    forecast = when + last[risk]
+    forecast = when + last[RISK]
     print(f"at risk {lost_at - flagged[0]:.1f} s before the loss; lost {lost_at - forecast:+.1f} s "
           f"after the forecast")
     assert forecast - 1.5 <= lost_at <= forecast + SEGMENT_S + CHECK_S + 1.5, \
         (forecast, lost_at)
-    assert last["kafka_consumergroup_consume_rate"] == 0.0
-    assert last["kafka_consumergroup_catch_up_seconds"] == math.inf
+    assert last["kafka_consumergroup_consume_rate"] == 0.0 and last[PLAN] == math.inf
+    # Prometheus fired the repository's alert on the served series, ahead of the loss
+    risk_fired = [t for t, firing in alerts if (RISK_ALERT, groups["stopped"]) in firing]
+    assert risk_fired and risk_fired[0] < lost_at - 10, (risk_fired, lost_at)
     # the healthy group never came near it
-    assert all(f.get(risk, math.inf) >= AT_RISK_S for _, f in seen["healthy"])
-    assert all(f.get("kafka_consumergroup_messages_lost", 0) == 0 for _, f in seen["healthy"])
-    # the slow group: "never" while slower than its producer, a finite forecast once faster
-    plan = [(t - started, f.get("kafka_consumergroup_catch_up_seconds")) for t, f in seen["slow"]]
+    assert all(f.get(RISK, math.inf) >= AT_RISK_S for _, f in seen["healthy"])
+    assert all(f.get(LOST, 0) == 0 for _, f in seen["healthy"])
+    assert not [t for t, firing in alerts if (RISK_ALERT, groups["healthy"]) in firing]
+    # the slow group: "never" while slower than its producer, a finite forecast once faster;
+    # the falling-behind alert while it was slower, resolved while it caught up (once caught
+    # up, a steady lag neither shrinks nor grows: "never" about half the polls, which the
+    # alert's 15 minutes tell from falling behind and the test's 3 s do not)
+    plan = [(t, f.get(PLAN)) for t, f in seen["slow"]]
     never = [t for t, p in plan if p == math.inf]
     finite = [t for t, p in plan if p is not None and 0 < p < math.inf]
     assert never and min(never) < 20, plan
     assert finite and min(finite) > min(never), plan
+    behind = [t for t, firing in alerts if (BEHIND_ALERT, groups["slow"]) in firing]
+    assert behind and min(behind) < 24, (behind, plan)
+    assert [t for t, firing in alerts if min(behind) < t and min(finite) < t
+            and (BEHIND_ALERT, groups["slow"]) not in firing], (behind, plan)

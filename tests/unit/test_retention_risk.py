@@ -232,3 +232,21 @@ def test_the_refusal_is_said_once():
         logging.getLogger("groupscope.topicconfigs").removeHandler(handler)
     said = [r for r in records if "DESCRIBE_CONFIGS" in r.getMessage()]
     assert len(said) == 1
+
+
+def test_a_topic_groups_begin_committing_to_is_read_within_seconds_not_an_interval():
+    from streaming.exporter.topic_configs_poller import NEW_TOPIC_GAP_S
+
+    clock = Clock(T0)
+    view = _view(clock)
+    reader = _Reader(TopicConfigs({"orders": parse_config({"retention.ms": "120000"})}))
+    poller = TopicConfigsPoller(view, lambda: reader, interval_s=60.0, clock=clock)
+    poller.poll_if_due()  # before any group commits: nothing to ask about
+    _commit(view, clock, "g", 5)
+    _poll(view, clock, 10)
+    poller.poll_if_due()  # too soon after the last read
+    clock.now = T0 + NEW_TOPIC_GAP_S
+    poller.poll_if_due()
+    clock.now = T0 + 30
+    poller.poll_if_due()  # asked about already: the interval holds
+    assert reader.asked == [[], ["orders"]]
