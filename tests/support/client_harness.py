@@ -242,6 +242,31 @@ class ClientLog:
         generations = {e["gen"] for e in assigned} | {e["gen"] for e in window if e["ev"] == "epoch"}
         return Rebalance(int(min(signs, default=end)), int(end), sorted(generations), moved, self.owners_at(until_ms))
 
+    def first_reaction_ms(self, since_ms: float, until_ms: float, members: Iterable[str]) -> float | None:
+        """When the first of `members` (consumers in the group before `since_ms`) began rejoining
+        in (since_ms, until_ms], by its own clock: its last assignment there minus the rebalance
+        latency its metrics added meanwhile (rebalance-latency-total; over a cooperative pair of
+        rebalances, which it rejoins back to back, no earlier than its first join); None when
+        its metrics tell nothing. A classic member
+        rejoins right after the commit it makes on hearing of the rebalance (onJoinPrepare), the
+        first trace of a join in `__consumer_offsets`; what comes before, the newcomer's own
+        JoinGroup and the wait for the others' next heartbeat, the coordinator writes nowhere."""
+        members = set(members)
+        window = [e for e in self.events if since_ms < e["t"] <= until_ms]
+        times = []
+        for name in members:
+            samples = [e for e in self.events if e["c"] == name and e["ev"] == "sample"
+                       and "rebalance-latency-total" in e["metrics"] and "rebalance-total" in e["metrics"]]
+            assigned = [e for e in window if e["c"] == name and e["ev"] == "assigned"]
+            before = [e for e in samples if e["t"] <= since_ms]
+            after = [e for e in samples if assigned and e["t"] >= assigned[-1]["t"]]
+            if not before or not after:
+                continue
+            first, last = before[-1]["metrics"], after[0]["metrics"]
+            if last["rebalance-total"] - first["rebalance-total"] == len({e["gen"] for e in assigned}):
+                times.append(assigned[-1]["t"] - (last["rebalance-latency-total"] - first["rebalance-latency-total"]))
+        return min(times, default=None)
+
     @staticmethod
     def _join_ms(subscribed: dict[str, Any], window: list[dict[str, Any]]) -> float:
         mine = [e for e in window if e["c"] == subscribed["c"] and e["t"] >= subscribed["t"]]
