@@ -210,7 +210,8 @@ CATALOG: tuple[MetricFamily, ...] = (
        "topic's settings (DESCRIBE_CONFIGS) or lag.", GTP, granularity=PARTITION),
     _f("kafka_consumergroup_retention_risk_method", GAUGE,
        f"How the first unconsumed record's time behind retention_risk_seconds was obtained: "
-       f"{_methods()} (with unknown, the log's first record's: an early bound).",
+       f"{_methods()} (with unknown, the log's first record's: an early bound); 5: "
+       f"retention.bytes deletes first (from the log's size on disk).",
        GTP, granularity=PARTITION),
     _f("kafka_consumergroup_consume_rate", GAUGE,
        "Records/s the committed offset moved over lag.rate_window (or the commits' shorter "

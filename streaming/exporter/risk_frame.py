@@ -12,7 +12,8 @@ from typing import Mapping
 import numpy as np
 
 from coordinator.rates import catch_up, forecast_methods, rates_between, window_rates
-from coordinator.retention import RetentionConfig, age_growth, risk_seconds
+from coordinator.retention import (BY_SIZE, RetentionConfig, age_growth, risk_seconds,
+                                   size_risk_seconds)
 from coordinator.timelag import TimeLagMethod
 from streaming.exporter.lag_frame import LagFrame
 
@@ -29,6 +30,16 @@ class TopicRetention:
         self.configs: dict[str, RetentionConfig] = {}
         self.refused = 0  # topics whose settings this principal may not describe
         self.rate_window_s = rate_window_s
+        # size-limited partitions' average record size (tp key -> bytes), from their size on
+        # disk over the records they hold at the last read; what size-based risk needs
+        self.record_bytes: dict[int, float] = {}
+        self.sizes_refused = False  # DescribeLogDirs denied: no size-based risk
+
+    def update_sizes(self, record_bytes: Mapping[int, float], refused: bool) -> bool:
+        """Take a size read's averages; whether anything changed."""
+        changed = dict(record_bytes) != self.record_bytes or refused != self.sizes_refused
+        self.record_bytes, self.sizes_refused = dict(record_bytes), refused
+        return changed
 
     def update(self, configs: Mapping[str, RetentionConfig], refused: int) -> bool:
         """Take a read's answer; whether anything changed."""
@@ -43,7 +54,8 @@ class RiskFrame:
     catch_up: np.ndarray        # seconds, inf: never, NaN: unknown or end offset unknown
     catch_up_method: np.ndarray  # RateMethod values
     risk: np.ndarray            # seconds, inf: not at this pace, NaN: no figure
-    risk_method: np.ndarray     # TimeLagMethod of the first unconsumed record's time
+    risk_method: np.ndarray     # TimeLagMethod of the first unconsumed record's time, or
+                                # BY_SIZE where retention.bytes comes first
 
 
 def topic_retention_s(view) -> np.ndarray:
@@ -55,6 +67,33 @@ def topic_retention_s(view) -> np.ndarray:
         at = ids.get(name)
         if at is not None and config.time_limited:
             out[at] = config.retention_ms / 1000.0
+    return out
+
+
+def topic_retention_bytes(view) -> np.ndarray:
+    """Per topic id: its retention.bytes where records are deleted by size, NaN where not."""
+    ids = view.topics.ids
+    out = np.full(max(len(view.topics.names), 1), np.nan)
+    for name, config in view.retention.configs.items():
+        at = ids.get(name)
+        if at is not None and config.size_limited:
+            out[at] = float(config.retention_bytes)
+    return out
+
+
+def _record_bytes(view, keys: np.ndarray) -> np.ndarray:
+    """Per tp key: the partition's average record size, NaN where not read."""
+    known = view.retention.record_bytes
+    out = np.full(len(keys), np.nan)
+    if not known:
+        return out
+    held = np.fromiter(known, dtype=np.int64, count=len(known))
+    values = np.fromiter(known.values(), dtype=np.float64, count=len(known))
+    order = np.argsort(held)
+    held, values = held[order], values[order]
+    at = np.minimum(np.searchsorted(held, keys), len(held) - 1)
+    found = held[at] == keys
+    out[found] = values[at[found]]
     return out
 
 
@@ -109,8 +148,14 @@ def evaluate_risk(view, frame: LagFrame, now: float) -> RiskFrame:
     age, age_method = _first_unconsumed_age(view, frame, end_rows, now)
     retention = topic_retention_s(view)[frame.topic]
     risk = risk_seconds(age, retention, age_growth(consume, produce))
-    risk = np.where(frame.known & (frame.lag > 0) & ~np.isnan(retention) & ~np.isnan(age),
-                    risk, np.nan)
+    behind = frame.known & (frame.lag > 0)
+    risk = np.where(behind & ~np.isnan(retention) & ~np.isnan(age), risk, np.nan)
+    by_bytes = topic_retention_bytes(view)[frame.topic]
+    size = np.where(behind & ~np.isnan(by_bytes), size_risk_seconds(
+        lag, _record_bytes(view, view.table.tp[frame.rows]), by_bytes, consume, produce), np.nan)
+    # the earlier of the two deletes first; the method says which
+    by_size = ~np.isnan(size) & (np.isnan(risk) | (size < risk))
     return RiskFrame(consume=consume, catch_up=forecast,
                      catch_up_method=forecast_methods(lag, c_method, p_method),
-                     risk=risk, risk_method=age_method)
+                     risk=np.where(by_size, size, risk),
+                     risk_method=np.where(by_size, BY_SIZE, age_method).astype(np.int8))

@@ -21,6 +21,7 @@ import numpy as np
 from typing import Callable
 
 from streaming.exporter.ends_table import tp_parts
+from streaming.exporter.record_sizes import record_bytes, size_limited_partitions
 from streaming.kafka.offsets import close_quietly
 from streaming.kafka.refusals import Refused
 from streaming.kafka.topic_configs import TopicConfigReader, TopicConfigs
@@ -49,6 +50,10 @@ class TopicConfigsPoller:
         self._refused = Refused(log, what, "", repeat_s=None, answered="every topic's "
                                 "configs are described now: retention risk served for all")
         self._outage = OutageLog(log, f"DescribeConfigs of {what}")
+        self._sizes_outage = OutageLog(log, f"DescribeLogDirs of cluster {view.settings.cluster}")
+        self._sizes_refused = Refused(log, f"log sizes of cluster {view.settings.cluster}", "",
+                                      repeat_s=None, answered="log sizes are described now: "
+                                      "size-based retention risk served")
 
     def poll_if_due(self) -> None:
         now = self._clock()
@@ -67,6 +72,14 @@ class TopicConfigsPoller:
             return
         self._outage.answered()
         self._take(answer)
+        try:
+            self._read_sizes(answer)
+        except Exception as exc:  # as above: the last sizes stay
+            self._sizes_outage.failed(exc, "size-based retention risk keeps the sizes read "
+                                      "before")
+            self._drop_reader()
+            return
+        self._sizes_outage.answered()
 
     def _take(self, answer: TopicConfigs) -> None:
         refusal = answer.refusal()
@@ -77,6 +90,24 @@ class TopicConfigsPoller:
         with self.view.lock:
             if self.view.retention.update(answer.retention, len(answer.refused)):
                 self.view.ends_version += 1  # the lag part (where the figures are) renders again
+
+    def _read_sizes(self, answer: TopicConfigs) -> None:
+        """The size-limited partitions' average record size (DescribeLogDirs), read with the
+        settings: it changes as slowly. A denial is said once and serves no size-based risk."""
+        with self.view.lock:
+            partitions = size_limited_partitions(self.view, answer.retention)
+        sizes = self._reader.log_sizes(partitions)
+        if sizes.refused:
+            self._sizes_refused.refused(
+                "this principal may not DESCRIBE the cluster (DescribeLogDirs): retention risk "
+                "by retention.bytes is not served; grant DESCRIBE on the CLUSTER resource to "
+                "have it")
+        elif partitions:
+            self._sizes_refused.answered()
+        with self.view.lock:
+            if self.view.retention.update_sizes(record_bytes(self.view, sizes.sizes),
+                                                sizes.refused):
+                self.view.ends_version += 1
 
     def _drop_reader(self) -> None:
         reader, self._reader = self._reader, None

@@ -15,6 +15,7 @@ from kafka.protocol.admin import DescribeConfigsRequest
 
 from coordinator.retention import CONFIG_KEYS, RetentionConfig, parse_config
 from streaming.kafka.kafka_python_net import admin, close
+from streaming.kafka.log_sizes import LogSizes, read_log_sizes
 
 _TOPIC = 2  # ConfigResourceType.TOPIC
 _TOPIC_AUTHORIZATION_FAILED = 29
@@ -58,6 +59,10 @@ class TopicConfigReader:
             return await manager.send(request)
 
         return read_answer(manager.run(ask).results)
+
+    def log_sizes(self, partitions: dict[str, list[int]]) -> LogSizes:
+        """The partitions' sizes on disk (DescribeLogDirs) on the same connection."""
+        return read_log_sizes(self._admin._manager, partitions)
 
     def close(self) -> None:
         close(self._admin)

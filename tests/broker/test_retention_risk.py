@@ -1,8 +1,10 @@
 """Retention risk against a real broker, through the job: a topic keeping records 60 s in
 segments of 5 s, a producer writing 20 records/s, and three kafka-python consumers committing
 to `__consumer_offsets`: one stops, one keeps up, one reads slower than its producer and then
-faster. The job (a query of the session's Spark) reads their commits, the topic's settings
-(DescribeConfigs) and the first unconsumed records (lag.time_method exact); the test scrapes its
+faster. Beside it a topic deleting by size (retention.bytes 2 MiB in segments of 1 MiB, the
+least Kafka takes, 5 kB records) that a fourth group stopped on. The job (a query of the
+session's Spark) reads their commits, the topics' settings (DescribeConfigs), their sizes
+(DescribeLogDirs) and the first unconsumed records (lag.time_method exact); the test scrapes its
 /metrics, and a live Prometheus scraping the same endpoint evaluates the repository's two
 alerts. About 75 s: the loss takes the retention's 60 s."""
 from __future__ import annotations
@@ -27,6 +29,8 @@ pytestmark = [pytest.mark.broker,
 
 RETENTION_S, SEGMENT_S, CHECK_S = 60.0, 5.0, 1.0  # the session broker checks every second
 RATE = 20  # records/s produced
+SIZE_LIMIT, SEGMENT_BYTES, RECORD = 2 * 1024 * 1024, 1024 * 1024, 5000  # the topic by size
+BY_SIZE = 5  # the risk's method where retention.bytes deletes first
 # "will lose records within": the alert's hour is all of a 60 s retention, so the test's copy of
 # the alert asks for under 30 s, half the retention
 AT_RISK_S = 30.0
@@ -52,13 +56,15 @@ def _rules(tmp_path: Path) -> Path:
     return path
 
 
-def _produce(bootstrap: str, topic: str, stop: threading.Event) -> None:
+def _produce(bootstrap: str, topics: dict[str, bytes], stop: threading.Event) -> None:
+    """RATE records/s to partition 0 of each topic (its value each)."""
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
     try:
         while not stop.is_set():
-            producer.send(topic, b"v", partition=0)
+            for topic, value in topics.items():
+                producer.send(topic, value, partition=0)
             stop.wait(1.0 / RATE)
         producer.flush()
     finally:
@@ -69,16 +75,17 @@ class _Consumers:
     """One kafka-python consumer a group, each assigned partition 0 from `start` and committing
     what it read (groups without members: `Empty`, as a stopped consumer's group is)."""
 
-    def __init__(self, bootstrap: str, topic: str, groups: list[str], start: int) -> None:
+    def __init__(self, bootstrap: str, groups: dict[str, str]) -> None:
+        """`groups`: group -> its topic."""
         from kafka import KafkaConsumer, TopicPartition
 
-        self.tp = TopicPartition(topic, 0)
-        self.consumers = {}
-        for group in groups:
+        self.tps, self.consumers = {}, {}
+        for group, topic in groups.items():
             consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
                                      enable_auto_commit=False)
-            consumer.assign([self.tp])
-            consumer.seek(self.tp, start)
+            self.tps[group] = TopicPartition(topic, 0)
+            consumer.assign([self.tps[group]])
+            consumer.seek(self.tps[group], end_offsets(bootstrap, topic, [0])[0])
             self.consumers[group] = consumer
 
     def read(self, group: str, most: int | None = None) -> None:
@@ -91,9 +98,9 @@ class _Consumers:
         """Close the group's consumer (`commit`: after committing where it is)."""
         from kafka.structs import OffsetAndMetadata
 
-        consumer = self.consumers.pop(group)
+        consumer, tp = self.consumers.pop(group), self.tps[group]
         if commit:
-            consumer.commit({self.tp: OffsetAndMetadata(consumer.position(self.tp), "", -1)})
+            consumer.commit({tp: OffsetAndMetadata(consumer.position(tp), "", -1)})
         consumer.close(autocommit=False)
 
     def close(self) -> None:
@@ -114,14 +121,17 @@ def _firing(api) -> set[tuple[str, str]]:
 def test_a_stopped_group_is_at_risk_before_it_loses_records_and_loses_them_as_forecast(
         spark, broker, tmp_path):
     suffix = uuid.uuid4().hex[:8]
-    topic = f"risk-{suffix}"
-    groups = {name: f"{name}-{suffix}" for name in ("stopped", "healthy", "slow")}
+    topic, sized = f"risk-{suffix}", f"risk-size-{suffix}"
+    groups = {name: f"{name}-{suffix}" for name in ("stopped", "healthy", "slow", "sized")}
     create_topic(broker.bootstrap, topic, 1, {"retention.ms": str(int(RETENTION_S * 1000)),
                                               "segment.ms": str(int(SEGMENT_S * 1000))})
+    create_topic(broker.bootstrap, sized, 1, {"retention.bytes": str(SIZE_LIMIT),
+                                              "segment.bytes": str(SEGMENT_BYTES)})
     job = run_groupscope_job(spark, broker.bootstrap, tmp_path / "job", time_method="exact",
                              rate_window="10s")
     stop = threading.Event()
-    producing = threading.Thread(target=_produce, args=(broker.bootstrap, topic, stop))
+    producing = threading.Thread(target=_produce, args=(
+        broker.bootstrap, {topic: b"v", sized: b"s" * RECORD}, stop))
     producing.start()
     seen: dict[str, list[tuple[float, dict[str, float]]]] = {name: [] for name in groups}
     alerts: list[tuple[float, set[tuple[str, str]]]] = []
@@ -130,10 +140,11 @@ def test_a_stopped_group_is_at_risk_before_it_loses_records_and_loses_them_as_fo
         with running_prometheus(f"http://127.0.0.1:{job.port}/metrics",
                                 rule_files=(_rules(tmp_path),)) as api:
             time.sleep(2.0)
-            consumers = _Consumers(broker.bootstrap, topic, list(groups.values()),
-                                   end_offsets(broker.bootstrap, topic, [0])[0])
-            consumers.stop(groups["stopped"], commit=True)
-            started, lost_at = time.time(), None
+            consumers = _Consumers(broker.bootstrap, {
+                group: sized if name == "sized" else topic for name, group in groups.items()})
+            for name in ("stopped", "sized"):
+                consumers.stop(groups[name], commit=True)
+            started, lost = time.time(), {}
             while time.time() - started < RETENTION_S + 25:
                 time.sleep(0.8)
                 now = time.time()
@@ -144,9 +155,10 @@ def test_a_stopped_group_is_at_risk_before_it_loses_records_and_loses_them_as_fo
                 for name, group in groups.items():
                     seen[name].append((now - started, _figures(samples, group)))
                 alerts.append((now - started, _firing(api)))
-                if lost_at is None and seen["stopped"][-1][1].get(LOST, 0) > 0:
-                    lost_at = now - started
-                if lost_at is not None and now - started > 40:
+                for name in ("stopped", "sized"):
+                    if name not in lost and seen[name][-1][1].get(LOST, 0) > 0:
+                        lost[name] = now - started
+                if len(lost) == 2 and now - started > 40:
                     break
     finally:
         stop.set()
@@ -154,7 +166,8 @@ def test_a_stopped_group_is_at_risk_before_it_loses_records_and_loses_them_as_fo
         if consumers is not None:
             consumers.close()
         job.stop()
-    assert lost_at is not None, "the stopped group lost nothing to retention"
+    assert "stopped" in lost, "the stopped group lost nothing to retention"
+    lost_at = lost["stopped"]
     before = [(t, f) for t, f in seen["stopped"] if t < lost_at and RISK in f]
     # at risk before the loss, read from the record itself, and the risk counted down to it
     flagged = [t for t, f in before if f[RISK] < AT_RISK_S]
@@ -162,12 +175,10 @@ def test_a_stopped_group_is_at_risk_before_it_loses_records_and_loses_them_as_fo
     assert all(f["kafka_consumergroup_retention_risk_method"] == 4 for _, f in before)
     # the loss came within the stated error: never before the forecast, at most one segment's
     # time and one retention check after it (and a poll, to be seen)
-    when, last = before[-1]
-    forecast = when + last[RISK]
-    print(f"at risk {lost_at - flagged[0]:.1f} s before the loss; lost {lost_at - forecast:+.1f} s "
-          f"after the forecast")
+    forecast = _forecast(before, lost_at, "by age")
     assert forecast - 1.5 <= lost_at <= forecast + SEGMENT_S + CHECK_S + 1.5, \
         (forecast, lost_at)
+    last = before[-1][1]
     assert last["kafka_consumergroup_consume_rate"] == 0.0 and last[PLAN] == math.inf
     # Prometheus fired the repository's alert on the served series, ahead of the loss
     risk_fired = [t for t, firing in alerts if (RISK_ALERT, groups["stopped"]) in firing]
@@ -189,3 +200,23 @@ def test_a_stopped_group_is_at_risk_before_it_loses_records_and_loses_them_as_fo
     assert behind and min(behind) < 24, (behind, plan)
     assert [t for t, firing in alerts if min(behind) < t and min(finite) < t
             and (BEHIND_ALERT, groups["slow"]) not in firing], (behind, plan)
+    # by size: at risk from the start (retention.bytes first: the topic keeps records forever
+    # by age), lost no earlier than forecast and at most one segment's production later
+    assert "sized" in lost, "the group stopped on the size-limited topic lost nothing"
+    before = [(t, f) for t, f in seen["sized"] if t < lost["sized"] and RISK in f]
+    assert before and before[0][0] < lost["sized"] - 10, ([(t, f.get(RISK)) for t, f in seen["sized"]], lost)
+    assert all(f["kafka_consumergroup_retention_risk_method"] == BY_SIZE for _, f in before)
+    forecast = _forecast(before, lost["sized"], "by size")
+    segment_s = SEGMENT_BYTES / (RATE * RECORD)
+    assert forecast - 1.5 <= lost["sized"] <= forecast + segment_s + CHECK_S + 1.5, \
+        (forecast, lost)
+
+
+def _forecast(before: list[tuple[float, dict[str, float]]], lost_at: float, how: str) -> float:
+    """When the last figure before the loss said it would come (printed beside the loss)."""
+    when, last = before[-1]
+    forecast = when + last[RISK]
+    flagged = next(t for t, f in before if f[RISK] < AT_RISK_S)
+    print(f"{how}: at risk (under {AT_RISK_S:g} s) {lost_at - flagged:.1f} s before the loss; "
+          f"lost {lost_at - forecast:+.1f} s after the forecast")
+    return forecast

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 from coordinator.rates import RateMethod, catch_up, forecast_methods, window_rates
-from coordinator.retention import (RETENTION_CHECK_S, age_growth, parse_config, risk_seconds)
+from coordinator.retention import (BY_SIZE, RETENTION_CHECK_S, age_growth, parse_config,
+                                   risk_seconds, size_late_by_s, size_risk_seconds)
 from coordinator.timelag import TimeLagMethod
 from streaming.exporter.metrics_cache import MetricsCache
 from streaming.exporter.topic_configs_poller import TopicConfigsPoller
 from streaming.exporter.view import MonitorView, ViewSettings
+from streaming.kafka.log_sizes import LogSizes, read_answers
 from streaming.kafka.topic_configs import TopicConfigs, read_answer
 from tests.support.scrape_support import parse
 from tests.unit.test_exporter import Clock, snapshot
@@ -130,12 +132,17 @@ def _served(cache, name):
 
 
 class _Reader:
-    def __init__(self, answer):
+    def __init__(self, answer, sizes=None):
         self.answer, self.asked = answer, []
+        self.sizes, self.sized = sizes if sizes is not None else LogSizes(), []
 
     def read(self, topics):
         self.asked.append(topics)
         return self.answer
+
+    def log_sizes(self, partitions):
+        self.sized.append(partitions)
+        return self.sizes
 
     def close(self):
         pass
@@ -250,3 +257,83 @@ def test_a_topic_groups_begin_committing_to_is_read_within_seconds_not_an_interv
     clock.now = T0 + 30
     poller.poll_if_due()  # asked about already: the interval holds
     assert reader.asked == [[], ["orders"]]
+
+
+
+def test_size_risk_is_until_the_bytes_ahead_of_the_group_reach_retention_bytes():
+    lag = np.array([100, 100, 100, 300, 100, 100])
+    consume = np.array([0.0, 10.0, 4.0, 0.0, np.nan, 0.0])
+    produce = np.array([10.0, 10.0, 10.0, 10.0, 10.0, np.nan])
+    risk = size_risk_seconds(lag, np.full(6, 100.0), np.full(6, 20_000.0), consume, produce)
+    # 10,000 bytes ahead of 20,000; 1,000 bytes/s more when stopped, 600 at 4 of 10 records/s
+    assert risk[0] == pytest.approx(10.0) and risk[2] == pytest.approx(10_000 / 600)
+    assert risk[1] == math.inf  # keeping pace: the bytes ahead do not grow
+    assert risk[3] == 0.0       # 30,000 bytes ahead: due
+    assert risk[4] == pytest.approx(10.0)  # a consumer rate unknown: taken as stopped
+    assert math.isnan(risk[5])  # no produce rate: no figure
+    config = parse_config({"retention.bytes": "20000", "segment.bytes": "5000"})
+    assert config.size_limited and not parse_config({}).size_limited
+    # late by the time to fill the rest of one segment, and a check
+    assert size_late_by_s(config, 1000.0, check_interval_s=1.0) == 6.0
+
+
+def _log_dirs(code=0, dirs=()):
+    return SimpleNamespace(error_code=code, results=[
+        SimpleNamespace(error_code=dir_code, topics=[SimpleNamespace(name=topic, partitions=[
+            SimpleNamespace(partition_index=p, partition_size=size, is_future_key=future)
+            for p, size, future in parts]) for topic, parts in topics])
+        for dir_code, topics in dirs])
+
+
+def test_a_describe_log_dirs_answer_gives_the_largest_replica_and_a_denial_as_refused():
+    sizes = read_answers([
+        _log_dirs(dirs=[(0, [("orders", [(0, 900, False), (1, 50, True)])]),
+                        (57, [("orders", [(1, 7_000, False)])])]),  # an offline directory
+        _log_dirs(dirs=[(0, [("orders", [(0, 1_000, False), (1, 40, False)])])])])
+    assert sizes == LogSizes({("orders", 0): 1_000, ("orders", 1): 40})
+    assert read_answers([_log_dirs(31)]) == LogSizes(refused=True)
+    with pytest.raises(Exception):
+        read_answers([_log_dirs(35)])
+
+
+def _sized_view(sizes):
+    """`_scenario`'s producers, 100-byte records, a topic limited to 30,000 bytes (and 120 s):
+    `stopped` 200 records (20,000 bytes) behind at T0 + 30 and 100 bytes a second more."""
+    clock = Clock(T0)
+    view = _view(clock)
+    config = parse_config({"retention.ms": "120000", "retention.bytes": "30000"})
+    reader = _Reader(TopicConfigs({"orders": config}), sizes)
+    poller = TopicConfigsPoller(view, lambda: reader, clock=clock)
+    for step in range(31):
+        clock.now = T0 + step
+        _poll(view, clock, 10 * step)
+        if step == 10:
+            _commit(view, clock, "stopped", 100)
+            _commit(view, clock, "kept", 100)
+        if step > 10:
+            _commit(view, clock, "kept", 10 * step - 5)
+    poller.poll_if_due()
+    return view, reader
+
+
+def test_size_based_risk_is_served_where_retention_bytes_comes_first_with_its_method():
+    view, reader = _sized_view(LogSizes({("orders", 0): 30_000}))  # 300 records of 100 bytes
+    assert reader.sized == [{"orders": [0]}]
+    cache = MetricsCache(view)
+    key = lambda g: (("cluster", "c"), ("group", g), ("partition", "0"), ("topic", "orders"))
+    risk = _served(cache, "kafka_consumergroup_retention_risk_seconds")
+    methods = _served(cache, "kafka_consumergroup_retention_risk_method")
+    # 200 records (20,000 bytes) ahead of 30,000, growing 1,000 bytes/s: 10 s, where by age
+    # (written at T0 + 10 of 120 s) it would be 100 s
+    assert risk[key("stopped")] == pytest.approx(10.0)
+    assert methods[key("stopped")] == BY_SIZE
+    # 5 records behind at the producers' pace: by size never, by age what the age says
+    assert risk[key("kept")] > 60 and methods[key("kept")] != BY_SIZE
+
+
+def test_without_describe_on_the_cluster_only_the_time_based_risk_is_served():
+    view, _ = _sized_view(LogSizes(refused=True))
+    cache = MetricsCache(view)
+    key = (("cluster", "c"), ("group", "stopped"), ("partition", "0"), ("topic", "orders"))
+    assert 99.0 <= _served(cache, "kafka_consumergroup_retention_risk_seconds")[key] <= 101.0
+    assert _served(cache, "kafka_consumergroup_retention_risk_method")[key] != BY_SIZE
