@@ -466,3 +466,63 @@ def test_share_state_refused_by_the_readmes_grants_is_said_once_and_asked_seldom
     # Asked at each trigger (0.5 s) that is some 16 in the window; at 0, 1, 3 and 7 s it is
     # four (and one more for an attempt on the window's edge).
     assert 1 <= denials <= 5, denials
+
+
+def test_retention_settings_and_log_sizes_refused_by_the_acls_are_said_once_and_read_once_granted(
+        spark, broker, secured_broker, estate, tmp_path, secret_file, caplog):
+    """The retention risk's reads under the standard authorizer: DescribeConfigs without
+    DESCRIBE_CONFIGS on the topic is refused (counted, said once, no settings), DescribeLogDirs
+    without DESCRIBE on the cluster too (said once, no sizes); each is read once granted."""
+    from streaming.exporter.view import MonitorView
+    from streaming.job.settings import topic_configs_poller, view_settings
+    from tests.unit.test_exporter import snapshot
+
+    _, _, log_topic = estate
+    sized = f"sec-sized-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, sized, 1, {"retention.bytes": "2097152"})
+    produce_raw(broker.bootstrap, sized, [(0, None, b"x" * 100, T0)] * ENDS)
+    bootstrap, kafka, principal = _java_settings("scram", secured_broker, secret_file)
+    grant(secured_broker.plaintext, principal, [("TOPIC", sized, "DESCRIBE")])
+    config = _job(spark, tmp_path, bootstrap, log_topic, kafka).config
+    view = MonitorView(view_settings(config))
+    now = time.time()
+    view.update_groups([snapshot("sized-app", [], [(sized, 0, 2, now)], state="Empty",
+                                 subscribed=[sized], updated_s=now)])
+    view.update_end_offsets({(sized, 0): ENDS}, {(sized, 0): 0}, now, 0.01)
+    poller = topic_configs_poller(config, view, 0.2)
+    retention = view.retention
+
+    def read(what: str, check) -> None:
+        def polled():
+            poller.poll_if_due()
+            return check()
+        until(what, polled, timeout_s=20, poll_s=0.3)
+
+    try:
+        with caplog.at_level(logging.INFO, logger="groupscope.topicconfigs"):
+            read("DescribeConfigs refused", lambda: retention.refused == 1)
+            for _ in range(3):  # asked again, not said again
+                read("another read", lambda: True)
+                time.sleep(0.2)
+            assert not retention.configs and not retention.record_bytes
+            grant(secured_broker.plaintext, principal, [("TOPIC", sized, "DESCRIBE_CONFIGS")])
+            read("the settings once granted", lambda: sized in retention.configs
+                 and retention.sizes_refused)
+            assert retention.refused == 0 and retention.configs[sized].retention_bytes == 2097152
+            for _ in range(3):
+                read("another read", lambda: True)
+                time.sleep(0.2)
+            grant(secured_broker.plaintext, principal, [("CLUSTER", "kafka-cluster", "DESCRIBE")])
+            read("the sizes once granted", lambda: not retention.sizes_refused
+                 and retention.record_bytes)
+    finally:
+        poller.close()
+        revoke(secured_broker.plaintext, principal)
+    said = [r.getMessage() for r in caplog.records]
+    configs_said = [m for m in said if "may not DESCRIBE_CONFIGS" in m]
+    sizes_said = [m for m in said if "may not DESCRIBE the cluster" in m]
+    assert len(configs_said) == 1 and sized in configs_said[0], said
+    assert len(sizes_said) == 1 and "grant DESCRIBE on the CLUSTER" in sizes_said[0], said
+    # 10 records of 100 bytes and their batch's header, over the 10 the log holds
+    record_bytes, = retention.record_bytes.values()
+    assert 100 < record_bytes < 120, record_bytes
