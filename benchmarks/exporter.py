@@ -113,15 +113,29 @@ def run(granularity: str, topics_count: int) -> None:
           f"(+{rss_filled - rss_before:.0f} MB)")
 
     cache = MetricsCache(view)
-    for label in ("full: state and lag of every group", "after a poll: the lag part"):
-        if label.startswith("after"):
+    active = groups[::100]  # 1% of the groups commit between two scrapes
+    labels = ("full: state and lag of every group", "after a poll: the lag part",
+              f"after commits of {len(active):,} groups",
+              "the same, a scrape asking for the committed offsets only (name[])")
+    for step, label in enumerate(labels):
+        slots = None
+        if step == 1:
             ends = {key: view.log_end(key)[0] + 100 for key in view.polled()}
             view.update_end_offsets(ends, {}, clock[0] - 1, 0.2)
+        elif step > 1:
+            view.update_groups([snapshot(name, topic, COMMITS + step) for name, topic in active])
+        if step == 3:
+            slots = cache.slots_named(["kafka_consumergroup_committed_offset"])
         started = time.perf_counter()
         cpu = time.process_time()
-        cache.refresh()
+        if slots is None:
+            cache.refresh()
+        else:
+            cache.refresh_if_stale(slots)
         print(f"refresh ({label}; runs in the poller thread): "
-              f"{time.perf_counter() - started:.2f} s wall, {time.process_time() - cpu:.2f} s CPU")
+              f"{time.perf_counter() - started:.2f} s wall, {time.process_time() - cpu:.2f} s CPU, "
+              f"{cache.lag_lines_written:,} lines of the lag part written")
+    cache.refresh()  # every family written again for the scrapes below
     text = cache.text()
     series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
     print(f"{series} series, {len(text) / 1e6:.1f} MB of text")

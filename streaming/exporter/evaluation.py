@@ -75,12 +75,13 @@ def lag_part(view: MonitorView, now: float, kept: dict | None = None) -> list[Co
     """Every live group's lag families at `now`, as columns (`kept`: see `lag_families`).
     Callers hold the view's lock."""
     groups, frame = view.groups, evaluate(view, now)
-    return lag_families(frame, view.settings.cluster, view.settings.compat,
-                        view.settings.granularity, view.topic_table(),
-                        lambda name: groups[name].owners,
-                        lambda name: groups[name].ever_had_members, kept,
-                        member_lag=view.settings.member_lag) + risk_families(
-                            view, frame, now, view.topic_table())
+    kept = {} if kept is None else kept
+    lag = lag_families(frame, view.settings.cluster, view.settings.compat,
+                       view.settings.granularity, view.topic_table(),
+                       lambda name: groups[name].owners,
+                       lambda name: groups[name].ever_had_members, kept,
+                       member_lag=view.settings.member_lag)
+    return lag + risk_families(view, frame, now, view.topic_table(), kept["groups"])
 
 
 def log_part(view: MonitorView) -> list[ColumnFamily]:

@@ -236,6 +236,52 @@ def _member_families(put: Callable, frame: LagFrame, cluster: str, groups: NameT
         True)
 
 
+def _row_labels(kept: dict, order_key: tuple, cluster: str, group_names: list[str],
+                group_pos: np.ndarray, topic: np.ndarray, partition: np.ndarray,
+                topics: NameTable) -> tuple[NameTable, list[tuple[str, Label]]]:
+    """(the table of group names, the labels of each exported group-partition), the table
+    kept in `kept` while the rows stay: a render that finds it kept writes only the lines that
+    changed (streaming.exporter.lag_blocks tells them by the objects' identity)."""
+    if kept.get("key") != (order_key, cluster):
+        kept.clear()
+        kept["key"] = (order_key, cluster)
+        kept["groups"] = NameTable(group_names)
+    groups = kept["groups"]
+    return groups, [("cluster", cluster), ("group", IndexedNames(groups, group_pos)),
+                    ("topic", IndexedNames(topics, topic)), ("partition", partition)]
+
+
+def _row_text(kept: dict, gtp: list[tuple[str, Label]], n: int) -> pa.Array:
+    """The label text of every exported group-partition, built once while the rows stay."""
+    if "gtp" not in kept:
+        kept["gtp"] = label_text(gtp, n)
+    return kept["gtp"]
+
+
+# What a scrape that asks for these alone needs: the committed offsets as the view holds them,
+# with nothing evaluated (`committed_families`).
+COMMITTED_FAMILIES = frozenset({"kafka_consumergroup_committed_offset",
+                                "kafka_consumergroup_commit_timestamp_seconds"})
+
+
+def committed_families(view, kept: dict) -> list[ColumnFamily]:
+    """Every exported group-partition's committed offset and commit time, at partition
+    granularity, read straight from the view's table: none of the lag part's evaluation (end
+    offsets, time lag, status, rates), which at 10^6 group-partitions takes seconds. `kept` as
+    for `lag_families` (the same dict). Callers hold the view's lock."""
+    settings = view.settings
+    out = _Families(settings.compat, PARTITION)
+    order_key, names, group_pos, rows = view.exposition_order()
+    table = view.table
+    _, gtp = _row_labels(kept, order_key, settings.cluster, names, group_pos, table.topic[rows],
+                         table.partition[rows], view.topic_table())
+    text = _row_text(kept, gtp, len(rows))
+    out.put("kafka_consumergroup_committed_offset", gtp, table.offset[rows], prefix=text)
+    out.put("kafka_consumergroup_commit_timestamp_seconds", gtp, table.commit_s[rows], True,
+            text)
+    return out
+
+
 def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granularity: str,
                  topics: NameTable, owners: Callable[[str], dict],
                  ever_had_members: Callable[[str], bool],
@@ -243,20 +289,19 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
     """The lag part of every group in `frame`: what the per-partition figures and their
     roll-ups serve. `owners(group)` gives a group's (topic, partition) -> member map and
     `ever_had_members(group)` whether it ever had one (kafka-lag-exporter's labels). `kept`,
-    a dict the caller keeps between calls, holds the label text of every group-partition
-    until the rows change (`frame.order_key`): most of each line, built once. `member_lag`:
+    a dict the caller keeps between calls, holds the label text of every group-partition and
+    the table of group names until the rows change (`frame.order_key`): most of each line,
+    built once, and the same objects from render to render while the rows stay. `member_lag`:
     the per-member roll-ups too (metrics.member_lag)."""
     out = _Families(compat, granularity)
     put, at = out.put, _labels_at
     ke, kle, burrow = (KAFKA_EXPORTER in compat, KAFKA_LAG_EXPORTER in compat,
                        BURROW in compat)
-    groups = NameTable(frame.groups)
-
+    kept = {} if kept is None else kept
+    groups, gtp = _row_labels(kept, frame.order_key, cluster, frame.groups, frame.group_pos,
+                              frame.topic, frame.partition, topics)
     c = cluster
-    group_col = IndexedNames(groups, frame.group_pos)
-    topic_col = IndexedNames(topics, frame.topic)
-    gtp = [("cluster", c), ("group", group_col), ("topic", topic_col),
-           ("partition", frame.partition)]
+    group_col = gtp[1][1]
     known = frame.known
     k = np.flatnonzero(known)
     per_partition = granularity == PARTITION
@@ -267,13 +312,13 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
         _member_families(put, frame, c, groups, k, members, member_of)
 
     if per_partition:
-        kept = {} if kept is None else kept
-        if kept.get("key") != (frame.order_key, cluster):
-            kept.clear()
-            kept["key"] = (frame.order_key, cluster)
-            kept["gtp"] = label_text(gtp, len(frame))
-        gtp_text = kept["gtp"]
-        known_text = gtp_text if len(k) == len(frame) else pc.take(gtp_text, pa.array(k))
+        gtp_text = _row_text(kept, gtp, len(frame))
+        if len(k) == len(frame):
+            known_text = gtp_text
+        else:
+            if "known" not in kept or not np.array_equal(kept["known"][0], k):
+                kept["known"] = (k, pc.take(gtp_text, pa.array(k)))
+            known_text = kept["known"][1]
         known_gtp = at(gtp, k)
         put("kafka_consumergroup_committed_offset", gtp, frame.offset, prefix=gtp_text)
         put("kafka_consumergroup_commit_timestamp_seconds", gtp, frame.commit_s, True, gtp_text)

@@ -20,11 +20,14 @@ from streaming.exporter.lag_render import (ColumnFamily, IndexedNames, NameTable
 from streaming.exporter.risk_frame import evaluate_risk, topic_retention_s
 
 
-def risk_families(view, frame: LagFrame, now: float, topics: NameTable) -> list[ColumnFamily]:
-    """Every family of this module for the view at `now`; `frame`: the lag part's frame."""
+def risk_families(view, frame: LagFrame, now: float, topics: NameTable,
+                  groups: NameTable) -> list[ColumnFamily]:
+    """Every family of this module for the view at `now`; `frame`: the lag part's frame,
+    `groups` the table of its groups' names (the lag part's, kept while the rows stay: a
+    render then writes only the lines that changed, streaming.exporter.lag_blocks)."""
     settings = view.settings
     out = _Families(settings.compat, settings.granularity)
-    c, groups = settings.cluster, NameTable(frame.groups)
+    c = settings.cluster
     figures = evaluate_risk(view, frame, now)
     gtp = [("cluster", c), ("group", IndexedNames(groups, frame.group_pos)),
            ("topic", IndexedNames(topics, frame.topic)), ("partition", frame.partition)]

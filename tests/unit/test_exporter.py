@@ -865,7 +865,7 @@ def test_the_poller_renders_again_only_what_a_scrape_read(clock, monkeypatch):
     refreshes = []
     refresh = MetricsCache.refresh
     monkeypatch.setattr(MetricsCache, "refresh",
-                        lambda self: (refreshes.append(clock.now), refresh(self))[1])
+                        lambda self, *slots: (refreshes.append(clock.now), refresh(self, *slots))[1])
     for step in range(3):
         view.update_end_offsets({("orders", 0): 10 + step}, {}, T0 + step, 0.01)
         cache.refresh_if_read()
@@ -891,7 +891,7 @@ def test_the_poller_renders_for_the_last_poll_before_a_scrape(clock, monkeypatch
     refreshes = []
     refresh = MetricsCache.refresh
     monkeypatch.setattr(MetricsCache, "refresh",
-                        lambda self: (refreshes.append(clock.now), refresh(self))[1])
+                        lambda self, *slots: (refreshes.append(clock.now), refresh(self, *slots))[1])
     at_scrape = []
     for scrape in range(4):
         clock.now = T0 + 15 * scrape
