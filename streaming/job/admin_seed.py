@@ -26,6 +26,10 @@ from streaming.kafka.refusals import refusal_of
 log = logging.getLogger("groupscope.seed")
 
 _JOIN_STEP_S = 0.25  # how soon a wait for the look sees a stop asked for
+# Groups of the look's first part, served while the rest is asked for: at 10^5 groups the whole
+# look and its first render took 21-26 s, a thousand groups a fraction of a second
+# (docs/performance.md). Only two parts: each part's render writes every group served so far.
+FIRST_PART = 1_000
 
 
 class AdminSeed:
@@ -43,6 +47,7 @@ class AdminSeed:
         self._topic, self._shard = topic, shard or set()
         self.seeded = 0
         self.seconds: float | None = None  # the look's duration, once it is done
+        self.first_seconds: float | None = None  # until its first part was served
         self._thread = threading.Thread(target=self._run, name="groupscope-admin-seed",
                                         daemon=True)
 
@@ -66,24 +71,33 @@ class AdminSeed:
         try:
             keep = self._in_shard()
             client = self._client_factory()
-            polled = [group for group in client.poll() if keep(group.group)]
+            for part in client.poll_parts(FIRST_PART):
+                if not self._serve([group for group in part if keep(group.group)]):
+                    return
+                if self.first_seconds is None:
+                    self.first_seconds = time.monotonic() - started
         except Exception as exc:  # noqa: BLE001 - an ACL missing, a timeout: the log serves all
             # one attempt only: refused credentials cost the broker one failed authentication
             log.info("no admin look at the groups at launch (%s): they are served once the log "
-                     "is read", refusal_of(exc) or exc)
+                     "is read%s", refusal_of(exc) or exc,
+                     f" (the first {self.seeded} are served)" if self.seeded else "")
             return
         finally:
             close_quietly(client, "admin client")
+        self.seconds = time.monotonic() - started
+        log.info("serving %d groups as the Admin API shows them (%.1f s) until __consumer_offsets "
+                 "is read", self.seeded, self.seconds)
+
+    def _serve(self, polled: list) -> bool:
+        """Seed the view with a part of the look; False when the log got there first."""
         now_ms = int(self.view.clock() * 1000)
         with collector_paused():  # a snapshot and a row per group-partition: see gc_pause
             snapshots = [observe(group, None, now_ms, None, 0)[0].snapshot for group in polled]
             with self.view.lock:
-                if self.view.ready:  # the log got there first
-                    return
+                if self.view.ready:
+                    return False
                 self.seeded = self.view.seed_groups(snapshots)
-        self.seconds = time.monotonic() - started
-        log.info("serving %d groups as the Admin API shows them (%.1f s) until __consumer_offsets "
-                 "is read", self.seeded, self.seconds)
+        return True
 
     def _in_shard(self) -> Callable[[str], bool]:
         if not self._shard:

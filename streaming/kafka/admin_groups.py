@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from kafka import KafkaAdminClient
 from kafka.protocol.api_message import ApiMessage
@@ -51,10 +51,26 @@ class AdminGroups:
         self._admin: KafkaAdminClient = admin(**settings)
         self.requests = 0  # sent since the client was made: the poll's cost
 
-    @collector_paused()  # 10^5 groups' answers are millions of objects, no cycles: gc_pause
     def poll(self) -> list[PolledGroup]:
-        listed = self._admin.list_groups()
+        return next(self.poll_parts(0))
+
+    def poll_parts(self, first: int) -> Iterator[list[PolledGroup]]:
+        """Every group, described in two parts from one listing: the first `first` groups by
+        name, then the rest (one part when `first` is 0 or covers them all), each sorted by
+        name. The launch seed serves the first part while the rest is asked for."""
+        with collector_paused():
+            listed = self._admin.list_groups()
         self.requests += 1  # one per broker, in fact; counted as the call it is
+        names = sorted(g["group_id"] for g in listed)
+        cuts = [set(names[:first]), set(names[first:])] if 0 < first < len(names) else [None]
+        for part in cuts:
+            wanted = listed if part is None else [g for g in listed if g["group_id"] in part]
+            # 10^5 groups' answers are millions of objects, no cycles: streaming.gc_pause
+            with collector_paused():
+                described = self._described_groups(wanted)
+            yield described
+
+    def _described_groups(self, listed: list[dict]) -> list[PolledGroup]:
         classic = {g["group_id"]: g.get("protocol_type") or "" for g in listed
                    if g.get("group_type", "classic") == "classic"
                    and g.get("protocol_type") in ("consumer", "")}

@@ -238,8 +238,13 @@ def test_an_empty_group_is_polled_as_describing_it_shows(broker, monkeypatch):
         offsets = {name: group.offsets for name, group in polled.items()}
         described = {g.group: g for g in client._classic(
             {name: group.protocol_type for name, group in polled.items()}, offsets)}
+        # the launch seed's two parts: the first group by name, then the rest, of one listing
+        first, rest = client.poll_parts(1)
+        everyone = {g.group for g in client.poll()}
     finally:
         client.close()
+    assert [g.group for g in first] == [min(everyone)]
+    assert {g.group for g in rest} | {first[0].group} == everyone
     assert polled == described
     assert polled[left].protocol_type == "consumer" and polled[committing].protocol_type == ""
     assert polled[committing].offsets == tuple((topic, p, 1, -1, "") for p in range(PARTITIONS))
