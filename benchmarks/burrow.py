@@ -23,7 +23,9 @@ memory at the end of that load, then groupscope's commit-to-exporter latency, sc
 commits; memory growth per group-partition from `--groups` to `--groups-large` groups. Then, on
 a broker of its own, `--many-groups` x `--many-partitions` (100,000 x 10): the catch-up of
 `--many-commits`, memory, and under `--many-rate` commits/s CPU per minute and latency for
-both (`many_groups_phase`), and a gzip scrape of groupscope; then, with every broker stopped,
+both (`many_groups_phase`), and a gzip scrape of groupscope; then groupscope alone at each rate
+of `--ceiling` (10,000 to 80,000 commits/s by default: the rate the broker acknowledged and
+groupscope's latency at each, `ceiling_steps`); then, with every broker stopped,
 the many-groups targets that need none (benchmarks/_targets.py: a render of as many
 group-partitions from scratch, the state stage's batch of 1,000 touched groups at 2,000 and at
 `--many-groups` held, and memory growth per group-partition from `--many-growth-from` groups),
@@ -41,6 +43,7 @@ Usage (from the repository root; a quick run: --commits 200000 --commits-large 4
     python -m benchmarks.burrow [--commits N] [--commits-large N] [--groups N] [--groups-large N]
         [--partitions N] [--rate R] [--steady-seconds S] [--restart-commits N]
         [--many-groups N] [--many-partitions N] [--many-commits N] [--many-rate R]
+        [--ceiling R,R,...] [--ceiling-seconds S]
         [--no-many-targets] [--many-growth-from N] [--kafka-version V] [--settle S]
 """
 from __future__ import annotations
@@ -588,6 +591,7 @@ class Steady:
     last_rounds: dict[int, int]  # group -> its last round after the load
     burrow_latencies: list[float] | None = None
     stalled: bool = False  # the broker did not take the load's commits in time (steady_phase)
+    watched_sent: int = 0  # commits of the watched groups the load made
 
 
 # How long past its end a steady load may go on before it counts as stalled. At 10^5 groups the
@@ -664,7 +668,9 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str,
         last[g] = max(last[g], r)
     burrow_latencies = (sorted(at - sent_at[key] for key, at in shown_burrow.items()
                                if key in sent_at) if burrow is not None else None)
-    return Steady(commits / seconds, cpu, latencies, last, burrow_latencies)
+    watched_set = set(timed)
+    return Steady(commits / seconds, cpu, latencies, last, burrow_latencies,
+                  watched_sent=sum(1 for g, _ in sent_at if g in watched_set))
 
 
 def restart_commits(bootstrap: str, last: dict[int, int], requests: int, partitions: int) -> None:
@@ -778,7 +784,7 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None",
             if values:
                 print(f"  {name} commit-to-served latency p50 {percentile(values, .5):.2f}s, p99 "
                       f"{percentile(values, .99):.2f}s over {len(values):,} commits of {len(watched)} "
-                      f"watched groups (read back to back)")
+                      f"watched groups (read back to back; {steady_result.watched_sent:,} made)")
         rows.append(_row(f"{shape}: steady {cost.rate:,.0f}/s, CPU-s per minute",
                          cost.cpu_per_minute, "s"))
         rows.append(_row(f"{shape}: steady latency p50", {
@@ -795,10 +801,45 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None",
             else:
                 targets.append(at_most(what, got["groupscope"], limit, f"under {limit:.0f} s",
                                        got["burrow"]))
+        if args.ceiling:
+            if bw is not None:  # the ceiling is groupscope's alone
+                running.remove(bw)
+                bw.stop()
+            rows += ceiling_steps(args, gs, broker.bootstrap, load_args, watched,
+                                  max(steady_result.last_rounds.values()) + 1, shape)
     finally:
         for monitor in running:
             monitor.stop()
         broker.stop()
+    return rows
+
+
+def ceiling_steps(args, gs: "Groupscope", bootstrap: str, load_args, watched: list[int],
+                  first_round: int, shape: str) -> list[str]:
+    """groupscope alone at each rate of `--ceiling` for `--ceiling-seconds`: the rate the broker
+    acknowledged and the commit-to-served latency of the watched groups at each. A step whose
+    load the broker does not take in time ends the steps (the broker is the limit there)."""
+    rows = []
+    for rate in args.ceiling:
+        step_args = argparse.Namespace(**{**vars(load_args), "rate": rate,
+                                          "steady_seconds": args.ceiling_seconds})
+        step = steady_phase([gs], gs, bootstrap, step_args, first_round, args.scrape_interval,
+                            watched=watched, tail=30.0, may_stall=True, committed_only=True)
+        if step.stalled:
+            print(f"  ceiling {rate:,.0f}/s: the broker did not take the load within "
+                  f"{STALL_GRACE_S:.0f}s of its end: the broker is the limit here")
+            break
+        first_round = max(step.last_rounds.values()) + 1
+        got = step.latencies
+        p50, p99 = (percentile(got, .5), percentile(got, .99)) if got else (None, None)
+        print(f"  ceiling {rate:,.0f}/s asked: the broker acknowledged {step.rate:,.0f}/s; "
+              f"groupscope " + (f"p50 {p50:.2f}s, p99 {p99:.2f}s" if got else "served none")
+              + f" over {len(got):,} of {step.watched_sent:,} watched commits served; "
+              f"{step.cpu_per_minute.get(Groupscope.name, 0.0):.1f} CPU-s a minute")
+        rows.append(_row(f"{shape}: ceiling {rate:,.0f}/s asked, {step.rate:,.0f}/s acked, p50",
+                         {Groupscope.name: p50}, "s"))
+        rows.append(_row(f"{shape}: ceiling {rate:,.0f}/s asked, p99",
+                         {Groupscope.name: p99}, "s"))
     return rows
 
 
@@ -968,6 +1009,12 @@ def main() -> None:
     parser.add_argument("--many-targets", action=argparse.BooleanOptionalAction, default=True,
                         help="after the many-groups phase, measure its targets that need no "
                              "broker (benchmarks.exporter, state_stage, memory)")
+    parser.add_argument("--ceiling", type=lambda s: [float(x) for x in s.split(",") if x],
+                        default=[10_000.0, 20_000.0, 40_000.0, 80_000.0],
+                        help="after the many-groups latency, groupscope alone at each of these "
+                             "commits/s (comma-separated; empty: no steps)")
+    parser.add_argument("--ceiling-seconds", type=float, default=30.0,
+                        help="seconds of load at each ceiling step")
     parser.add_argument("--many-growth-from", type=int, default=20_000,
                         help="memory growth per group-partition is measured from this many "
                              "groups to --many-groups (0: not measured)")
