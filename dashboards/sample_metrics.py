@@ -207,6 +207,10 @@ def _share_risk(partition: int) -> float:
     return 2 * 86400.0 - 600 * partition
 
 
+def _share_rate(partition: int) -> float:
+    return 12.0 + partition
+
+
 def _share_samples(name: str, t: float) -> list[Sample]:
     rows: list[Sample] = []
     lags = [5 + 3 * p + (t % 30) for p in range(TOPICS[SHARE_TOPIC])]
@@ -228,12 +232,20 @@ def _share_samples(name: str, t: float) -> list[Sample]:
             rows.append((labels, archived))
         elif name == "kafka_sharegroup_partition_retention_risk_seconds":
             rows.append((labels, _share_risk(p)))
+        elif name == "kafka_sharegroup_partition_consume_rate":
+            rows.append((labels, _share_rate(p)))
+        elif name == "kafka_sharegroup_partition_catch_up_seconds":
+            rows.append((labels, lag / 2.0))
     if name == "kafka_sharegroup_lag":
         rows.append(({"group": SHARE_GROUP}, sum(lags)))
     elif name == "kafka_sharegroup_archived_records_total":
         rows.append(({"group": SHARE_GROUP}, math.floor(t / 20)))
     elif name == "kafka_sharegroup_retention_risk_seconds":
         rows.append(({"group": SHARE_GROUP}, min(map(_share_risk, range(TOPICS[SHARE_TOPIC])))))
+    elif name == "kafka_sharegroup_consume_rate":
+        rows.append(({"group": SHARE_GROUP}, sum(map(_share_rate, range(TOPICS[SHARE_TOPIC])))))
+    elif name == "kafka_sharegroup_catch_up_seconds":
+        rows.append(({"group": SHARE_GROUP}, max(lags) / 2.0))
     return rows
 
 
@@ -261,6 +273,7 @@ def _monitor_samples(name: str, t: float) -> list[Sample]:
         "groupscope_source_access_denied": 0,
         "groupscope_topics_without_metadata": 0,
         "groupscope_topic_configs_refused": 0,
+        "groupscope_log_dirs_refused": 0,
         "groupscope_batch_duration_seconds": _histogram(10 + math.floor(t), 0.8),
         "groupscope_end_offsets_poll_duration_seconds": _histogram(5 + math.floor(t / 2), 0.2),
         "groupscope_end_offsets_age_seconds": 2,

@@ -235,6 +235,9 @@ CATALOG: tuple[MetricFamily, ...] = (
     _f("groupscope_topic_configs_refused", GAUGE,
        "Topics whose settings this principal may not DESCRIBE_CONFIGS: no retention risk is "
        "served for them.", C),
+    _f("groupscope_log_dirs_refused", GAUGE,
+       "1 while this principal may not DESCRIBE the cluster (DescribeLogDirs): no retention "
+       "risk by retention.bytes is served.", C),
     # Rebalances. The three histograms are served for a group once it has had members
     # (streaming.exporter.evaluation: a group that only commits offsets cannot rebalance).
     _f("kafka_consumergroup_rebalances", COUNTER, "Completed rebalances.", G),
@@ -272,10 +275,22 @@ CATALOG: tuple[MetricFamily, ...] = (
        "Records of the group seen entering the archived state, summed.", G),
     _f("kafka_sharegroup_partition_retention_risk_seconds", GAUGE,
        "Seconds until the record at the share-partition start offset is deleted by the topic's "
-       "time-based retention if the start offset stays (its pace is not kept); up to "
-       "segment.ms plus one retention check later, never earlier.", GTP, granularity=PARTITION),
+       "time-based retention at the start offset's pace over lag.rate_window (as if it stayed "
+       "while that is unknown); up to segment.ms plus one retention check later, never "
+       "earlier.", GTP, granularity=PARTITION),
     _f("kafka_sharegroup_retention_risk_seconds", GAUGE,
        "Lowest retention risk of the share group's partitions.", G),
+    _f("kafka_sharegroup_partition_consume_rate", GAUGE,
+       "Records/s the share-partition start offset moved over lag.rate_window.", GTP,
+       granularity=PARTITION),
+    _f("kafka_sharegroup_consume_rate", GAUGE,
+       "Sum of the share group's partitions' consume rates.", G),
+    _f("kafka_sharegroup_partition_catch_up_seconds", GAUGE,
+       "Seconds until the start offset reaches the log end at these rates: (log end - start "
+       "offset) / (consume rate - produce rate); +Inf while not faster than the producers.",
+       GTP, granularity=PARTITION),
+    _f("kafka_sharegroup_catch_up_seconds", GAUGE,
+       "Highest catch-up forecast of the share group's partitions.", G),
     *_only_with(
         KAFKA_EXPORTER,
         _f("kafka_consumergroup_current_offset", GAUGE, "Committed offset (kafka_exporter names).",

@@ -1,23 +1,20 @@
 """The retention-risk, rate and catch-up families as columns (`ColumnFamily`, rendered with
 the lag part): per group-partition and per group from a LagFrame and its RiskFrame, per polled
-partition the produce rate, per share-partition and share group the retention risk, and the
+partition the produce rate, the share groups' (streaming.exporter.share_risk), and the
 count of topics whose settings were refused. Callers hold the view's lock.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from coordinator.lag_arrays import time_lags
 from coordinator.rates import window_rates
-from coordinator.retention import age_growth, risk_seconds
-from coordinator.state.share_partition import UNKNOWN
-from coordinator.timelag import TimeLagMethod
 from streaming.exporter.catalog import PARTITION
-from streaming.exporter.ends_table import tp_key, tp_parts
+from streaming.exporter.ends_table import tp_parts
 from streaming.exporter.lag_frame import LagFrame, segment_starts
 from streaming.exporter.lag_render import (ColumnFamily, IndexedNames, NameTable, _Families,
                                            _labels_at)
-from streaming.exporter.risk_frame import evaluate_risk, topic_retention_s
+from streaming.exporter.risk_frame import evaluate_risk
+from streaming.exporter.share_risk import share_families
 
 
 def risk_families(view, frame: LagFrame, now: float, topics: NameTable,
@@ -57,9 +54,11 @@ def risk_families(view, frame: LagFrame, now: float, topics: NameTable,
             ("kafka_consumergroup_group_catch_up_seconds", plan_at, figures.catch_up, np.maximum)):
         _per_group(out, name, c, groups, frame.group_pos[at], values[at], reduce)
     _produce_rates(out, view, now, topics)
-    _share_risks(out, view, now)
+    share_families(out, view, now)
     out.put("groupscope_topic_configs_refused", [("cluster", c)],
             np.array([view.retention.refused], dtype=np.int64))
+    out.put("groupscope_log_dirs_refused", [("cluster", c)],
+            np.array([int(view.retention.sizes_refused)], dtype=np.int64))
     return out
 
 
@@ -92,45 +91,3 @@ def _produce_rates(out: _Families, view, now: float, topics: NameTable) -> None:
     out.put("kafka_partition_produce_rate",
             [("cluster", view.settings.cluster), ("topic", IndexedNames(topics, topic[has])),
              ("partition", partition[has])], rate[has], True)
-
-
-def _share_risks(out: _Families, view, now: float) -> None:
-    """Each share-partition's retention risk: the record at its start offset is the first not
-    done with. Its start offset's pace is not kept, so the figure is for a start offset that
-    stays where it is (the earliest the loss can come)."""
-    ids, ends = view.topics.ids, view.ends
-    found = []
-    for (group, topic_id, partition), sp in sorted(view.share_partitions.items()):
-        topic = view.topic_names.get(topic_id)
-        if (topic is None or topic not in view.settings.topics or sp.start_offset == UNKNOWN
-                or topic not in ids):
-            continue
-        row = ends.index.get(tp_key(ids[topic], partition))
-        if row is not None and ends.counts[row] and sp.start_offset < ends.latest(
-                tp_key(ids[topic], partition))[0]:
-            found.append((group, topic, partition, ids[topic], row, sp.start_offset))
-    if not found:
-        return
-    names, topic_names, partitions, topic_ids, rows, starts = (list(x) for x in zip(*found))
-    rows, starts = np.array(rows), np.array(starts, dtype=np.int64)
-    age, method = time_lags(ends.offsets[rows], ends.times[rows], ends.counts[rows], starts, now,
-                            ends.firsts[rows])
-    log_first = ends.firsts[rows]
-    early = (starts <= ends.starts[rows]) | (method == int(TimeLagMethod.UNKNOWN))
-    early &= ~np.isnan(log_first)
-    age = np.where(early, now - log_first, age)
-    retention = topic_retention_s(view)[np.array(topic_ids)]
-    risk = risk_seconds(age, retention, age_growth(np.zeros(len(rows)), np.ones(len(rows))))
-    has = np.flatnonzero(~np.isnan(risk))
-    if not len(has):
-        return
-    group_table = NameTable(sorted(set(names)))
-    group_pos = np.array([group_table.raw.index(name) for name in names])[has]
-    c = view.settings.cluster
-    if view.settings.granularity == PARTITION:
-        out.put("kafka_sharegroup_partition_retention_risk_seconds",
-                [("cluster", c), ("group", IndexedNames(group_table, group_pos)),
-                 ("topic", IndexedNames(NameTable(topic_names), has)),
-                 ("partition", np.array(partitions)[has])], risk[has], True)
-    _per_group(out, "kafka_sharegroup_retention_risk_seconds", c, group_table, group_pos,
-               risk[has], np.minimum)

@@ -35,6 +35,7 @@ from streaming.exporter.risk_frame import TopicRetention
 from streaming.exporter.row_index import RowIndex, compose
 from streaming.exporter.histogram import DURATION_BUCKETS, FAST_BUCKETS, EmptyHistogram, Histogram
 from streaming.exporter.selection import EVERYTHING, Selection
+from streaming.exporter.share_windows import ShareStartWindows
 from streaming.offsets.table import Applied
 
 TopicPartition = tuple[str, int]
@@ -175,6 +176,7 @@ class MonitorView:
         # Share-partitions from `__share_group_state` ((group, topic id, partition) -> state),
         # with that topic's record counts by type and its skipped records by reason.
         self.share_partitions: dict[tuple[str, str, int], SharePartition] = {}
+        self.share_starts = ShareStartWindows(self.settings.status)  # their start offsets' pace
         self.share_records: dict[str, int] = {}
         self.share_skipped: dict[str, int] = {}
         self.partition_counts: dict[str, int] = {}  # topic -> partitions, from metadata
@@ -428,11 +430,13 @@ class MonitorView:
         """The share-partitions a batch of `__share_group_state` changed (None: removed), and
         the records it read and skipped, counted."""
         with self.lock:
+            now = self.clock()
             for key, state in changed.items():
                 if state is None:
                     self.share_partitions.pop(key, None)
                 else:
                     self.share_partitions[key] = state
+                self.share_starts.update(key, state, now)
             for counts, mine in ((records, self.share_records), (skipped, self.share_skipped)):
                 for name, n in counts.items():
                     mine[name] = mine.get(name, 0) + n

@@ -612,6 +612,8 @@ def test_exposition_matches_the_catalog(served, clock, compat, granularity, memb
     view, port = served(compat=compat, granularity=granularity, member_lag=member_lag)
     feed_orders_group(view, clock)
     feed_share_group(view)
+    clock.now += 5  # the share-partitions' start offsets seen again: their rates have a span
+    feed_share_group(view)
     view.apply_events([{"event": "rebalance", "group": "shop", "timestamp_ms": int(T0 * 1000),
                         "partition": 1, "offset": 1, "end_ms": int(T0 * 1000),
                         "duration_seconds": 1.0, "sync_seconds": 0.1, "partitions_moved": []}])

@@ -329,6 +329,7 @@ def test_size_based_risk_is_served_where_retention_bytes_comes_first_with_its_me
     assert methods[key("stopped")] == BY_SIZE
     # 5 records behind at the producers' pace: by size never, by age what the age says
     assert risk[key("kept")] > 60 and methods[key("kept")] != BY_SIZE
+    assert _served(cache, "groupscope_log_dirs_refused") == {(("cluster", "c"),): 0.0}
 
 
 def test_without_describe_on_the_cluster_only_the_time_based_risk_is_served():
@@ -337,3 +338,42 @@ def test_without_describe_on_the_cluster_only_the_time_based_risk_is_served():
     key = (("cluster", "c"), ("group", "stopped"), ("partition", "0"), ("topic", "orders"))
     assert 99.0 <= _served(cache, "kafka_consumergroup_retention_risk_seconds")[key] <= 101.0
     assert _served(cache, "kafka_consumergroup_retention_risk_method")[key] != BY_SIZE
+    assert _served(cache, "groupscope_log_dirs_refused") == {(("cluster", "c"),): 1.0}
+
+
+def test_a_share_groups_rate_forecast_and_risk_follow_its_start_offsets_pace():
+    from coordinator.state.share_partition import SharePartition
+
+    from tests.unit.test_exporter import ORDERS_ID
+
+    clock = Clock(T0)
+    view = _view(clock)
+    view.update_topic_metadata({ORDERS_ID: "orders"}, {"orders": 1})
+    TopicConfigsPoller(view, lambda: _Reader(TopicConfigs(
+        {"orders": parse_config({"retention.ms": "120000"})}))).poll_if_due()
+    for step in range(31):  # producers at 10/s; the start offset from 100 at 5/s from T0 + 10
+        clock.now = T0 + step
+        _poll(view, clock, 10 * step)
+        if step >= 10:
+            start = 100 + 5 * (step - 10)
+            view.apply_share_state({("workers", ORDERS_ID, 0): SharePartition(
+                "workers", ORDERS_ID, 0, start, -1, (), updated_ms=int(clock.now * 1000))}, {}, {})
+    cache = MetricsCache(view)
+    key = (("cluster", "c"), ("group", "workers"), ("partition", "0"), ("topic", "orders"))
+    rate = _served(cache, "kafka_sharegroup_partition_consume_rate")[key]
+    plan = _served(cache, "kafka_sharegroup_partition_catch_up_seconds")[key]
+    risk = _served(cache, "kafka_sharegroup_partition_retention_risk_seconds")[key]
+    assert rate == pytest.approx(5.0) and plan == math.inf
+    # its first record not done with (200, written at T0 + 20) ages half a second a second
+    assert risk == pytest.approx((120 - 10) / 0.5, rel=0.02)
+    group = (("cluster", "c"), ("group", "workers"))
+    assert _served(cache, "kafka_sharegroup_consume_rate")[group] == rate
+    assert _served(cache, "kafka_sharegroup_retention_risk_seconds")[group] == risk
+    for step in range(31, 35):  # then faster than its producers, at 30/s
+        clock.now = T0 + step
+        _poll(view, clock, 10 * step)
+        view.apply_share_state({("workers", ORDERS_ID, 0): SharePartition(
+            "workers", ORDERS_ID, 0, 200 + 30 * (step - 30), -1, (),
+            updated_ms=int(clock.now * 1000))}, {}, {})
+    plan = _served(MetricsCache(view), "kafka_sharegroup_partition_catch_up_seconds")[key]
+    assert 0 < plan < math.inf
