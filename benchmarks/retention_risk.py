@@ -23,7 +23,6 @@ from coordinator.retention import parse_config
 from streaming.exporter import risk_render
 from streaming.exporter.evaluation import lag_part
 from streaming.exporter.lag_frame import evaluate
-from streaming.exporter.lag_render import NameTable
 from streaming.exporter.metrics_cache import MetricsCache
 from streaming.exporter.view import MonitorView, ViewSettings
 from streaming.kafka.topic_configs import read_answer
@@ -78,10 +77,10 @@ def run(groups: int, partitions: int) -> None:
           f"topic partitions={len(view.ends)} topics={len(topics)}")
     with view.lock:
         frame = evaluate(view, now)
-        lag = _cpu(lambda: lag_part(view, now))
-        names = NameTable(frame.groups)
+        kept: dict = {}  # what the lag part keeps between renders (its label text)
+        lag = _cpu(lambda: lag_part(view, now, kept))
         risk = _cpu(lambda: [f.text() for f in risk_render.risk_families(
-            view, frame, now, view.topic_table(), names)])
+            view, frame, now, view.topic_table(), kept)])
     print(f"lag part with the risk families, evaluated (text not rendered): "
           f"{lag * 1000:.1f} ms CPU; the risk families alone, evaluated and rendered: "
           f"{risk * 1000:.1f} ms CPU")

@@ -81,7 +81,7 @@ def lag_part(view: MonitorView, now: float, kept: dict | None = None) -> list[Co
                        lambda name: groups[name].owners,
                        lambda name: groups[name].ever_had_members, kept,
                        member_lag=view.settings.member_lag)
-    return lag + risk_families(view, frame, now, view.topic_table(), kept["groups"])
+    return lag + risk_families(view, frame, now, view.topic_table(), kept)
 
 
 def log_part(view: MonitorView) -> list[ColumnFamily]:

@@ -258,6 +258,19 @@ def _row_text(kept: dict, gtp: list[tuple[str, Label]], n: int) -> pa.Array:
     return kept["gtp"]
 
 
+def row_subset_text(kept: dict, key: str, rows: np.ndarray) -> pa.Array:
+    """The kept label text (`_row_text`) of the group-partitions at `rows` (positions in
+    exposition order), built once while `rows` stay the same under `key`: a subset's text is
+    then the same object from render to render (streaming.exporter.lag_blocks)."""
+    full = kept["gtp"]
+    if len(rows) == len(full):
+        return full
+    held = kept.get(key)
+    if held is None or not np.array_equal(held[0], rows):
+        held = kept[key] = (rows, pc.take(full, pa.array(rows)))
+    return held[1]
+
+
 # What a scrape that asks for these alone needs: the committed offsets as the view holds them,
 # with nothing evaluated (`committed_families`).
 COMMITTED_FAMILIES = frozenset({"kafka_consumergroup_committed_offset",
@@ -313,12 +326,7 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
 
     if per_partition:
         gtp_text = _row_text(kept, gtp, len(frame))
-        if len(k) == len(frame):
-            known_text = gtp_text
-        else:
-            if "known" not in kept or not np.array_equal(kept["known"][0], k):
-                kept["known"] = (k, pc.take(gtp_text, pa.array(k)))
-            known_text = kept["known"][1]
+        known_text = row_subset_text(kept, "known", k)
         known_gtp = at(gtp, k)
         put("kafka_consumergroup_committed_offset", gtp, frame.offset, prefix=gtp_text)
         put("kafka_consumergroup_commit_timestamp_seconds", gtp, frame.commit_s, True, gtp_text)

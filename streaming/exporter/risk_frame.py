@@ -103,20 +103,26 @@ def _rates(view, frame: LagFrame, end_rows: np.ndarray, now: float, window_s: fl
     n = len(frame)
     consume, produce = np.full(n, np.nan), np.full(n, np.nan)
     c_method, p_method = np.zeros(n, np.int8), np.zeros(n, np.int8)
+    # A partition's own rate over the window is the same for every group that reads it: taken
+    # once a partition (at 10^5 groups of 10 on 1,000 partitions, once for a thousand rows).
+    polled, of_row = np.unique(end_rows, return_inverse=True)
+    at = np.maximum(polled, 0)
+    o, t = ends.offsets[at], ends.times[at]
+    c = np.where(polled >= 0, ends.counts[at], 0)
+    last = np.maximum(c - 1, 0)[:, None]
+    latest = np.take_along_axis(o, last, axis=1)[:, 0]
+    latest_t = np.take_along_axis(t, last, axis=1)[:, 0]
+    own, own_method, _ = window_rates(o, t, c, latest, latest_t, window_s)
     for first in range(0, n, _CHUNK):
         part, rows = slice(first, first + _CHUNK), frame.rows[first:first + _CHUNK]
         consume[part], c_method[part], since = window_rates(
             table.w_offsets[rows], table.w_times[rows], table.lengths[rows], frame.offset[part],
             now, window_s)
-        at = np.maximum(end_rows[part], 0)
-        o, t = ends.offsets[at], ends.times[at]
-        c = np.where(end_rows[part] >= 0, ends.counts[at], 0)
-        latest_t = np.take_along_axis(t, np.maximum(c - 1, 0)[:, None], axis=1)[:, 0]
+        mine = of_row[part]
         # the producers over the consumer's own span: the two rates compare the same period
-        same = rates_between(o, t, c, frame.end[part], since, latest_t)
-        own, own_method, _ = window_rates(o, t, c, frame.end[part], latest_t, window_s)
-        produce[part] = np.where(np.isnan(same), own, same)
-        p_method[part] = np.where(np.isnan(same), own_method, c_method[part])
+        same = rates_between(o[mine], t[mine], c[mine], frame.end[part], since, latest_t[mine])
+        produce[part] = np.where(np.isnan(same), own[mine], same)
+        p_method[part] = np.where(np.isnan(same), own_method[mine], c_method[part])
     return consume, c_method, produce, p_method
 
 

@@ -12,19 +12,20 @@ from streaming.exporter.catalog import PARTITION
 from streaming.exporter.ends_table import tp_parts
 from streaming.exporter.lag_frame import LagFrame, segment_starts
 from streaming.exporter.lag_render import (ColumnFamily, IndexedNames, NameTable, _Families,
-                                           _labels_at)
+                                           _labels_at, row_subset_text)
 from streaming.exporter.risk_frame import evaluate_risk
 from streaming.exporter.share_risk import share_families
 
 
 def risk_families(view, frame: LagFrame, now: float, topics: NameTable,
-                  groups: NameTable) -> list[ColumnFamily]:
+                  kept: dict) -> list[ColumnFamily]:
     """Every family of this module for the view at `now`; `frame`: the lag part's frame,
-    `groups` the table of its groups' names (the lag part's, kept while the rows stay: a
-    render then writes only the lines that changed, streaming.exporter.lag_blocks)."""
+    `kept` what `lag_families` keeps while the rows stay (the table of group names, the label
+    text of every group-partition): a render then writes only the lines that changed
+    (streaming.exporter.lag_blocks)."""
     settings = view.settings
     out = _Families(settings.compat, settings.granularity)
-    c = settings.cluster
+    c, groups = settings.cluster, kept["groups"]
     figures = evaluate_risk(view, frame, now)
     gtp = [("cluster", c), ("group", IndexedNames(groups, frame.group_pos)),
            ("topic", IndexedNames(topics, frame.topic)), ("partition", frame.partition)]
@@ -37,17 +38,22 @@ def risk_families(view, frame: LagFrame, now: float, topics: NameTable,
     rate_at, rate_labels = rows_with(figures.consume)
     plan_at, plan_labels = rows_with(figures.catch_up)
     if settings.granularity == PARTITION:
+        def text(key: str, at: np.ndarray):
+            return row_subset_text(kept, key, at)
+
+        risk_text = text("risk", risk_at)
         out.put("kafka_consumergroup_retention_risk_seconds", risk_labels, figures.risk[risk_at],
-                True)
+                True, risk_text)
         out.put("kafka_consumergroup_retention_risk_method", risk_labels,
-                figures.risk_method[risk_at].astype(np.int64))
-        out.put("kafka_consumergroup_consume_rate", rate_labels, figures.consume[rate_at], True)
+                figures.risk_method[risk_at].astype(np.int64), prefix=risk_text)
+        out.put("kafka_consumergroup_consume_rate", rate_labels, figures.consume[rate_at], True,
+                text("rate", rate_at))
         out.put("kafka_consumergroup_catch_up_seconds", plan_labels, figures.catch_up[plan_at],
-                True)
+                True, text("plan", plan_at))
         known = np.flatnonzero(frame.known)
         out.put("kafka_consumergroup_catch_up_method",
                 _labels_at(gtp, known),
-                figures.catch_up_method[known].astype(np.int64))
+                figures.catch_up_method[known].astype(np.int64), prefix=text("known", known))
     for name, at, values, reduce in (
             ("kafka_consumergroup_group_retention_risk_seconds", risk_at, figures.risk, np.minimum),
             ("kafka_consumergroup_group_consume_rate", rate_at, figures.consume, np.add),
