@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from streaming.exporter.gzip_member import GzipMember, kept
-from streaming.exporter.lag_render import ColumnFamily, IndexedNames
+from streaming.exporter.lag_render import ColumnFamily, IndexedNames, RowText
 
 BLOCK_LINES = 1 << 15  # about 4 MB of text a block at partition granularity
 
@@ -79,15 +79,22 @@ class LagBlocks:
 
 def _shape(family: ColumnFamily) -> tuple[tuple, list[np.ndarray], list]:
     """What all of a family's lines share, the columns each line is made of, and the objects
-    the first names by identity. A label text built for these rows (`prefix`) and a table of
-    names stand for their text by identity: the caller keeps them while the rows and names stay
-    (lag_render.lag_families), so a render that builds them anew writes every block again."""
+    the first names by identity. A label text built for these rows (`prefix`; of some of its
+    rows, `RowText`, known by their positions) and a table of names stand for their text by
+    identity: the caller keeps them while the rows and names stay (lag_render.lag_families), so
+    a render that builds them anew writes every block again."""
     values = np.asarray(family.values)
     shape: list = [family.exposed, family.floats, values.dtype.str]
     columns, held = [values], []
-    if family.prefix is not None:
-        shape.append(("prefix", id(family.prefix)))
-        return tuple(shape), columns, [family.prefix]
+    prefix = family.prefix
+    if isinstance(prefix, RowText):
+        shape.append(("rows of", id(prefix.base)))
+        if prefix.rows is not None:
+            columns.append(prefix.rows)
+        return tuple(shape), columns, [prefix.base]
+    if prefix is not None:
+        shape.append(("prefix", id(prefix)))
+        return tuple(shape), columns, [prefix]
     for name, label in family.labels:
         if isinstance(label, str):
             shape.append((name, label))

@@ -104,6 +104,26 @@ def label_text(labels: Sequence[tuple[str, Label]], n: int) -> pa.Array:
 
 
 @dataclass(frozen=True)
+class RowText:
+    """The label text of some rows of a kept label text (`base`; `rows`: positions in it,
+    None for all), taken only when written: a family of a subset of the group-partitions
+    holds no copy of their labels, and a block of it is known by its rows."""
+    base: pa.Array
+    rows: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.base) if self.rows is None else len(self.rows)
+
+    def text(self) -> pa.Array:
+        return self.base if self.rows is None else pc.take(self.base, pa.array(self.rows))
+
+    def slice(self, first: int, length: int) -> "RowText":
+        if self.rows is None:
+            return RowText(self.base.slice(first, length))
+        return RowText(self.base, self.rows[first:first + length])
+
+
+@dataclass(frozen=True)
 class ColumnFamily:
     name: str                              # family name (as in the catalog)
     exposed: str                           # as written in the exposition
@@ -111,7 +131,7 @@ class ColumnFamily:
     values: np.ndarray
     floats: bool = False
     # The series' label_text when already built (shared by the families of the same series).
-    prefix: pa.Array | None = None
+    prefix: pa.Array | RowText | None = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -121,7 +141,11 @@ class ColumnFamily:
         n = len(self.values)
         if not n:
             return memoryview(b"")
-        prefix = self.prefix if self.prefix is not None else label_text(self.labels, n)
+        prefix = self.prefix
+        if prefix is None:
+            prefix = label_text(self.labels, n)
+        elif isinstance(prefix, RowText):
+            prefix = prefix.text()
         values = float_text(self.values) if self.floats else int_text(self.values)
         joined = pc.binary_join_element_wise(_scalar(self.exposed), prefix, values,
                                              _scalar("\n"), _scalar(""))
@@ -156,7 +180,7 @@ class _Families(list):
         self.kinds = {f.name: f.kind for f in served_families(compat, granularity)}
 
     def put(self, name: str, labels, values: np.ndarray, floats: bool = False,
-            prefix: pa.Array | None = None) -> None:
+            prefix: pa.Array | RowText | None = None) -> None:
         if len(values):
             self.append(ColumnFamily(name, exposed_name(name, self.kinds[name]), tuple(labels),
                                      values, floats, prefix))
@@ -258,17 +282,11 @@ def _row_text(kept: dict, gtp: list[tuple[str, Label]], n: int) -> pa.Array:
     return kept["gtp"]
 
 
-def row_subset_text(kept: dict, key: str, rows: np.ndarray) -> pa.Array:
+def row_subset_text(kept: dict, rows: np.ndarray) -> RowText:
     """The kept label text (`_row_text`) of the group-partitions at `rows` (positions in
-    exposition order), built once while `rows` stay the same under `key`: a subset's text is
-    then the same object from render to render (streaming.exporter.lag_blocks)."""
+    exposition order)."""
     full = kept["gtp"]
-    if len(rows) == len(full):
-        return full
-    held = kept.get(key)
-    if held is None or not np.array_equal(held[0], rows):
-        held = kept[key] = (rows, pc.take(full, pa.array(rows)))
-    return held[1]
+    return RowText(full, None if len(rows) == len(full) else rows)
 
 
 # What a scrape that asks for these alone needs: the committed offsets as the view holds them,
@@ -326,7 +344,7 @@ def lag_families(frame: LagFrame, cluster: str, compat: tuple[str, ...], granula
 
     if per_partition:
         gtp_text = _row_text(kept, gtp, len(frame))
-        known_text = row_subset_text(kept, "known", k)
+        known_text = row_subset_text(kept, k)
         known_gtp = at(gtp, k)
         put("kafka_consumergroup_committed_offset", gtp, frame.offset, prefix=gtp_text)
         put("kafka_consumergroup_commit_timestamp_seconds", gtp, frame.commit_s, True, gtp_text)

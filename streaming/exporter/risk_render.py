@@ -38,22 +38,22 @@ def risk_families(view, frame: LagFrame, now: float, topics: NameTable,
     rate_at, rate_labels = rows_with(figures.consume)
     plan_at, plan_labels = rows_with(figures.catch_up)
     if settings.granularity == PARTITION:
-        def text(key: str, at: np.ndarray):
-            return row_subset_text(kept, key, at)
+        def text(at: np.ndarray):
+            return row_subset_text(kept, at)
 
-        risk_text = text("risk", risk_at)
+        risk_text = text(risk_at)
         out.put("kafka_consumergroup_retention_risk_seconds", risk_labels, figures.risk[risk_at],
                 True, risk_text)
         out.put("kafka_consumergroup_retention_risk_method", risk_labels,
                 figures.risk_method[risk_at].astype(np.int64), prefix=risk_text)
         out.put("kafka_consumergroup_consume_rate", rate_labels, figures.consume[rate_at], True,
-                text("rate", rate_at))
+                text(rate_at))
         out.put("kafka_consumergroup_catch_up_seconds", plan_labels, figures.catch_up[plan_at],
-                True, text("plan", plan_at))
+                True, text(plan_at))
         known = np.flatnonzero(frame.known)
         out.put("kafka_consumergroup_catch_up_method",
                 _labels_at(gtp, known),
-                figures.catch_up_method[known].astype(np.int64), prefix=text("known", known))
+                figures.catch_up_method[known].astype(np.int64), prefix=text(known))
     for name, at, values, reduce in (
             ("kafka_consumergroup_group_retention_risk_seconds", risk_at, figures.risk, np.minimum),
             ("kafka_consumergroup_group_consume_rate", rate_at, figures.consume, np.add),

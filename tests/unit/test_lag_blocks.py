@@ -107,3 +107,25 @@ def test_a_scrape_of_committed_offsets_alone_evaluates_no_lag_and_serves_the_vie
     b"".join(cache.exposition(names))  # nothing changed since: nothing written
     assert cache.lag_lines_written == 0
     assert cache.text() == _fresh_text(view) and evaluated  # a full scrape evaluates it all
+
+
+def test_families_of_the_partitions_with_a_known_end_offset_rewrite_only_what_changed():
+    """Lag and time lag are served for the partitions whose end offset is known: their lines
+    are those rows' labels, and a commit rewrites only its block of them too."""
+    clock = Clock()
+    view = make_view(clock)
+    view.update_topic_metadata({}, {"orders": PARTITIONS})
+    view.update_groups([_snapshot(g, {p: 100 + p for p in range(PARTITIONS)}, T0 - 30)
+                        for g in GROUPS])
+    for step in range(2):  # the even partitions only
+        view.update_end_offsets({("orders", p): 150 + p + step for p in range(0, PARTITIONS, 2)},
+                                {}, T0 - 20 + step, 0.01)
+    cache = MetricsCache(view, block_lines=BLOCK)
+    cache.text()
+    view.update_groups([_snapshot("g1", {**{p: 100 + p for p in range(PARTITIONS)}, 8: 157},
+                                  T0 - 1, moved=(8,))])
+    text = cache.text()
+    assert text == _fresh_text(view)
+    assert value(parse(text), "kafka_consumergroup_lag", group="g1", topic="orders",
+                 partition="8") == 150 + 8 + 1 - 157
+    assert 0 < cache.lag_lines_written <= 10 * BLOCK + 6 * len(GROUPS)
