@@ -15,6 +15,22 @@ lead is no longer bounded by the heartbeat interval (the heartbeat thread and th
 for a core: 0.6-1.0 s were seen), so a classic rebalance is compared from the first existing
 member's rejoin by its own clock (`ClientLog.first_reaction_ms`), and the newcomer's lead is
 printed beside it.
+
+A KIP-848 rebalance ends, in `__consumer_offsets`, at the heartbeat that hands a member its last
+partitions: the coordinator writes the member STABLE with that assignment and answers; once the
+consumer has run its callbacks and acknowledged, nothing more is written. What follows the answer
+(the background thread's reconciliation, the callback in the next poll) is the client's and, on a
+busy machine, took 0.17-0.25 s; it is left out (`ClientLog.last_heard`: the callback's time
+minus that reconciliation's rebalance latency, which the consumer measures from the answer).
+Likewise at the start: the coordinator dates the newcomer's join when it handles its first
+heartbeat, and on a busy machine the answer reached the member up to 0.4 s later (every member of
+the group heard of the new epoch in the same few milliseconds: the broker or the clients' JVM had
+waited for a core). So the clients' account is a span, not a point: each step was written between
+the heartbeat request that brought it and the response that told the member
+(`ClientLog.kip848_span_s`, the requests dated by the consumer's heartbeat-response-time-max).
+groupscope's duration must fall in that span, give or take 0.2 s: one poll of the client (0.1 s;
+the join and an epoch step without a callback are dated by the poll that saw them) and a
+hand-over between its threads. On an idle machine the span is a few milliseconds wide.
 """
 from __future__ import annotations
 
@@ -150,22 +166,29 @@ def test_rebalance_truth_every_strategy(broker, job, tmp_path: Path) -> None:
         start, end = min(e["start_ms"] for e in ours), max(e["end_ms"] for e in ours)
         duration = (end - start) / 1000.0
         lead = 0.0  # of the clients' duration, what no record can show (the module docstring)
+        tail = 0.0  # likewise, after the coordinator's last answer (KIP-848)
         if configs[group].protocol == "classic":
             reacted = log.first_reaction_ms(since, until, FIRST)
             lead = 0.0 if reacted is None else max(0.0, (reacted - truth.start_ms) / 1000.0)
-        visible = truth.duration_s - lead
+        span = None  # KIP-848: (shortest, longest) the coordinator's account can be (the module docstring)
+        if configs[group].protocol == "consumer":
+            heard = log.last_heard(since, until)
+            tail = 0.0 if heard is None else max(0.0, (truth.end_ms - heard[0]) / 1000.0)
+            span = log.kip848_span_s(since, until)
+        visible = truth.duration_s - lead - tail
         bound = 0.2 if configs[group].protocol == "consumer" else max(0.1 * truth.duration_s, 0.5)
+        shortest, longest = span if span is not None else (visible, visible)
         print(f"{group}: moved {moved} (clients {sorted(truth.moved)}), duration {duration:.3f}s "
-              f"(clients {truth.duration_s:.3f}s, {visible:.3f}s after the newcomer's lead of "
-              f"{lead:.3f}s), methods {[e['start_method'] for e in ours]}, "
+              f"(clients {truth.duration_s:.3f}s, {visible:.3f}s without the newcomer's lead of "
+              f"{lead:.3f}s and the last reconciliation's {tail:.3f}s; span {shortest:.3f}-{longest:.3f}s), methods {[e['start_method'] for e in ours]}, "
               f"sync {[e['sync_seconds'] for e in ours]}")
         if configs[group].protocol == "consumer":
             # Kafka 4.4 dates each target assignment (KIP-1263): the sync phase runs from it
             syncs = [(e["sync_seconds"], e["duration_seconds"]) for e in ours]
             if any(sync is None or not 0.0 <= sync <= duration for sync, duration in syncs):
                 failures.append(f"{group}: (sync, duration) {syncs}: a sync phase within each rebalance expected")
-        if abs(duration - visible) > bound:
+        if not shortest - bound <= duration <= longest + bound:
             failures.append(f"{group}: duration {duration:.3f}s, clients {visible:.3f}s "
-                            f"(of {truth.duration_s:.3f}s) "
+                            f"(of {truth.duration_s:.3f}s; span {shortest:.3f}-{longest:.3f}s) "
                             f"(bound {bound:.2f}s; events {[(e['start_method'], e['duration_seconds']) for e in ours]})")
     assert not failures, "\n".join(failures)

@@ -267,6 +267,62 @@ class ClientLog:
                 times.append(assigned[-1]["t"] - (last["rebalance-latency-total"] - first["rebalance-latency-total"]))
         return min(times, default=None)
 
+    def last_heard(self, since_ms: float, until_ms: float) -> tuple[float, str] | None:
+        """KIP-848: when the last step of the rebalance(s) in (since_ms, until_ms] reached its
+        consumer, and that consumer: the latest over the steps `rebalance_between` ends at. An
+        assignment callback is dated by the heartbeat response that carried it: the callback's
+        time minus the latency of its reconciliation (the consumer's rebalance-latency runs from
+        that response, RECONCILING, to the callbacks' completion; the "reconciled" event of its
+        next poll, when it completed one reconciliation). An epoch step without a callback stays
+        dated by the poll that saw it. None when nothing in the window ends a step."""
+        window = [e for e in self.events if since_ms < e["t"] <= until_ms]
+        heard = [(e["t"], e["c"]) for e in window if e["ev"] == "epoch"]
+        for e in window:
+            if e["ev"] != "assigned":
+                continue
+            done = next((r for r in self.events if r["c"] == e["c"] and r["ev"] == "reconciled"
+                         and r["t"] >= e["t"]), None)
+            # Several reconciliations completed before one poll: their latencies are one sum.
+            one = done is not None and done["count"] == 1
+            heard.append((e["t"] - done["latency_ms"] if one else e["t"], e["c"]))
+        return max(heard, default=None)
+
+    def first_sign(self, since_ms: float, until_ms: float) -> tuple[float, str] | None:
+        """KIP-848: the first sign of the rebalance(s) in (since_ms, until_ms] (the start
+        `rebalance_between` takes: a member's first poll at a member epoch, a revocation, a
+        loss, a close) and whose it was."""
+        return min(((e["t"], e["c"]) for e in self.events if since_ms < e["t"] <= until_ms
+                    and e["ev"] in ("joined", "revoked", "lost", "closing")), default=None)
+
+    def heartbeat_sent_ms(self, member: str, answered_ms: float) -> float:
+        """No later than when `member` sent the heartbeat answered at `answered_ms` (KIP-848:
+        one heartbeat in flight at a time): the later of that moment minus
+        heartbeat-response-time-max at its next poll (a windowed max, at least this request's
+        time) and the member's previous heartbeat event or subscription (the request went out
+        after the previous answer, which that poll had seen, give or take the poll)."""
+        mine = [e for e in self.events if e["c"] == member]
+        beat = next((e for e in mine if e["ev"] == "heartbeat" and e["t"] >= answered_ms), None)
+        before = [e["t"] for e in mine if e["ev"] in ("heartbeat", "subscribed") and e["t"] < answered_ms]
+        candidates = [answered_ms - float(beat["max_ms"])] if beat is not None else []
+        if before:
+            candidates.append(before[-1])
+        return min(answered_ms, max(candidates, default=answered_ms))
+
+    def kip848_span_s(self, since_ms: float, until_ms: float) -> tuple[float, float] | None:
+        """KIP-848: the shortest and the longest the coordinator's account of the rebalance(s)
+        in (since_ms, until_ms] can be, in seconds, by the clients' clocks. The coordinator
+        writes each step between the heartbeat request that brought it and the response that
+        told the member: the first step no later than its response reached the member (the
+        first sign) and no earlier than that heartbeat's request; the last step no later than
+        `last_heard` and no earlier than that heartbeat's request."""
+        first, last = self.first_sign(since_ms, until_ms), self.last_heard(since_ms, until_ms)
+        if first is None or last is None:
+            return None
+        (start, starter), (end, ender) = first, last
+        start_sent = self.heartbeat_sent_ms(starter, start)
+        end_sent = self.heartbeat_sent_ms(ender, end)
+        return max(0.0, end_sent - start) / 1000.0, (end - start_sent) / 1000.0
+
     @staticmethod
     def _join_ms(subscribed: dict[str, Any], window: list[dict[str, Any]]) -> float:
         mine = [e for e in window if e["c"] == subscribed["c"] and e["t"] >= subscribed["t"]]

@@ -46,7 +46,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Every line has "t" (epoch ms), "c" (consumer name) and "ev". Events: subscribed, joined (the first
  * poll that sees a generation or member epoch), revoked,
  * assigned, lost (with "gen", the generation or KIP-848 member epoch the consumer had, "member",
- * and "parts"), closing, closed, and every --sample-ms a "sample" with the coordinator metrics and
+ * and "parts"), reconciled (the first poll after the consumer's rebalance-total grew: "count" the
+ * rebalances completed since the previous poll, "latency_ms" the rebalance-latency-total they
+ * added), heartbeat (the first poll after heartbeat-total grew: "count" the responses since the
+ * previous poll, "max_ms" heartbeat-response-time-max then, at least the time any of them took
+ * from request to response), closing, closed, and every --sample-ms a "sample" with the coordinator metrics and
  * per-partition processing figures since the previous sample (reset after each).
  */
 public final class ClientHarness {
@@ -155,6 +159,12 @@ public final class ClientHarness {
         volatile boolean stopping;
         boolean joined;
         int lastGeneration = -1;   // the generation / member epoch last seen by poll()
+        // rebalance-total and rebalance-latency-total as last read (the "reconciled" events)
+        Metric rebalances, rebalanceLatency;
+        double lastRebalances, lastRebalanceLatency;
+        // heartbeat-total and heartbeat-response-time-max (the "heartbeat" events)
+        Metric heartbeats, heartbeatMax;
+        double lastHeartbeats;
         // partition -> {messages, waited > slowMs, max wait ms, first and last processing ms}
         final Map<Integer, long[]> window = new TreeMap<>();
 
@@ -252,6 +262,7 @@ public final class ClientHarness {
                         emit(name, "epoch", ",\"gen\":" + gen);
                     }
                     if (gen > 0) lastGeneration = gen;
+                    reconciled(gen);
                     long now = System.currentTimeMillis();
                     if (now >= nextSample) {
                         sample();
@@ -293,6 +304,43 @@ public final class ClientHarness {
             if (wait > slowMs) s[1]++;
             s[2] = Math.max(s[2], wait);
             s[4] = now;
+        }
+
+        /** A "reconciled" event when rebalance-total grew since the previous poll: a KIP-848
+         *  consumer measures each reconciliation from the heartbeat response that carried the
+         *  new assignment (RECONCILING) to its callbacks' completion, so the latency it adds
+         *  dates that response, which no callback does. */
+        void reconciled(int gen) {
+            if (rebalances == null || rebalanceLatency == null || heartbeats == null || heartbeatMax == null) {
+                for (Map.Entry<MetricName, ? extends Metric> e : consumer.metrics().entrySet()) {
+                    if (!e.getKey().group().equals(COORDINATOR_GROUP)) continue;
+                    switch (e.getKey().name()) {
+                        case "rebalance-total" -> rebalances = e.getValue();
+                        case "rebalance-latency-total" -> rebalanceLatency = e.getValue();
+                        case "heartbeat-total" -> heartbeats = e.getValue();
+                        case "heartbeat-response-time-max" -> heartbeatMax = e.getValue();
+                        default -> { }
+                    }
+                }
+                if (rebalances == null || rebalanceLatency == null || heartbeats == null || heartbeatMax == null) return;
+            }
+            // A heartbeat's span, request to response, holds the moment the coordinator wrote
+            // what it answered: the tests bound the coordinator's times with it.
+            double beats = ((Number) heartbeats.metricValue()).doubleValue();
+            double beatMax = ((Number) heartbeatMax.metricValue()).doubleValue();
+            if (beats > lastHeartbeats && !Double.isNaN(beatMax) && !Double.isInfinite(beatMax)) {
+                emit(name, "heartbeat", ",\"count\":" + (long) (beats - lastHeartbeats)
+                        + ",\"max_ms\":" + (long) Math.ceil(beatMax));
+                lastHeartbeats = beats;
+            }
+            double count = ((Number) rebalances.metricValue()).doubleValue();
+            double latency = ((Number) rebalanceLatency.metricValue()).doubleValue();
+            if (count > lastRebalances) {
+                emit(name, "reconciled", ",\"gen\":" + gen + ",\"count\":" + (long) (count - lastRebalances)
+                        + ",\"latency_ms\":" + (long) (latency - lastRebalanceLatency));
+            }
+            lastRebalances = count;
+            lastRebalanceLatency = latency;
         }
 
         void sample() {
