@@ -74,15 +74,16 @@ print(json.dumps(out, default=str))
 """
 
 
-def _wait_for_commits(broker, group: str, total: int, timeout_s: float = 90.0) -> None:
-    """Until Kafka's consumer-group command shows `group` committed `total` records, Stable."""
+def _wait_for_commits(broker, group: str, total: int, timeout_s: float = 90.0) -> list:
+    """Until Kafka's consumer-group command shows `group` committed `total` records, Stable;
+    the offsets it showed then (one command less: each starts a JVM)."""
     deadline = time.monotonic() + timeout_s
     while True:
         rows = parse_offsets(broker.consumer_groups("--describe", "--group", group, "--offsets").stdout)
         states = parse_state(broker.consumer_groups("--describe", "--group", group, "--state").stdout)
         if (sum(r.current_offset or 0 for r in rows) == total
                 and [s.state for s in states] == ["Stable"]):
-            return
+            return rows
         assert time.monotonic() < deadline, f"{group} committed only {rows}, states {states}"
         time.sleep(1)
 
@@ -117,9 +118,7 @@ def committed_groups(broker):
     try:
         committed = {}
         for group in groups:
-            _wait_for_commits(broker, group, PARTITIONS * RECORDS_PER_PARTITION)
-            rows = parse_offsets(broker.consumer_groups("--describe", "--group", group,
-                                                        "--offsets").stdout)
+            rows = _wait_for_commits(broker, group, PARTITIONS * RECORDS_PER_PARTITION)
             committed[group] = (groups[group],
                                 {(r.topic, r.partition): r.current_offset for r in rows})
         yield committed
