@@ -252,12 +252,15 @@ def sampled_offsets(text: str, groups: list[str]) -> dict[tuple[str, int], float
 class Groupscope(Monitor):
     name = "groupscope"
     spark_conf: dict[str, str] = {}   # --spark-conf: settings beside the job's defaults
+    # source.partitions: a shard's slice of `__consumer_offsets` (empty: the whole topic)
+    source_partitions: list[int] = []
 
     def launch(self) -> None:
         config = self.workdir / "groupscope.yaml"
+        shard = f", partitions: {sorted(self.source_partitions)}" if self.source_partitions else ""
         # the job's defaults, except where it reads, listens and keeps its state
         config.write_text(f"""cluster: {{name: {CLUSTER}}}
-source: {{bootstrap_servers: "{self.bootstrap}"}}
+source: {{bootstrap_servers: "{self.bootstrap}"{shard}}}
 checkpoint: {{path: "{self.workdir / 'checkpoint'}"}}
 history: {{path: "{self.workdir / 'history'}"}}
 exporter: {{listen: "127.0.0.1:{self.port}"}}
@@ -601,18 +604,21 @@ class Steady:
 STALL_GRACE_S = 180.0
 
 
-def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str, args,
-                 first_round: int, scrape_interval: float, watched: list[int] | None = None,
-                 burrow: Burrow | None = None, tail: float = 5.0,
-                 may_stall: bool = False, committed_only: bool = False) -> Steady:
+def steady_phase(monitors: list[Monitor], gs: Groupscope | list[Groupscope] | None,
+                 bootstrap: str, args, first_round: int, scrape_interval: float,
+                 watched: list[int] | None = None, burrow: Burrow | None = None,
+                 tail: float = 5.0, may_stall: bool = False,
+                 committed_only: bool = False) -> Steady:
     """`args.rate` commits/s for `args.steady_seconds` from another process; meanwhile groupscope
     is scraped every `scrape_interval` s (and `burrow`, when given, asked for each watched
-    group): a commit's latency is the end of the first read that shows its offset minus the
-    moment it was sent. Only the groups in `watched` (default: all) are timed; reads go on for
-    `tail` seconds after the load. A load still running STALL_GRACE_S after its end is stopped:
-    with `may_stall` the result says so (and holds only the CPU), else it is an error. With
-    `committed_only`, groupscope's reads ask for the committed offsets only (a latency phase:
-    whole scrapes of 10^6 group-partitions take longer than a second)."""
+    group; several groupscope jobs, shards of one estate, are scraped one after the other, and a
+    group is found only in the scrape of the job that serves it): a commit's latency is the end
+    of the first read that shows its offset minus the moment it was sent. Only the groups in
+    `watched` (default: all) are timed; reads go on for `tail` seconds after the load. A load
+    still running STALL_GRACE_S after its end is stopped: with `may_stall` the result says so
+    (and holds only the CPU), else it is an error. With `committed_only`, groupscope's reads ask
+    for the committed offsets only (a latency phase: whole scrapes of 10^6 group-partitions take
+    longer than a second)."""
     queue = multiprocessing.get_context("fork").Queue()
     load = multiprocessing.get_context("fork").Process(target=_steady_process, args=(
         queue, bootstrap, args.rate, args.steady_seconds, args.groups, args.partitions,
@@ -621,14 +627,16 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str,
     shown: dict[tuple[int, int], float] = {}  # (group, round) -> end of the scrape that showed it
     shown_burrow: dict[tuple[int, int], float] = {}
     timed = list(range(args.groups)) if watched is None else watched
+    readers = [] if gs is None else [gs] if isinstance(gs, Groupscope) else list(gs)
 
     def observe() -> None:
-        text, at = gs.scrape_text(committed_only)
-        served = first_partition_offsets(text)
-        for g in timed:
-            offset = served.get(group_name(g))
-            if offset is not None and offset // 1000 >= first_round:
-                shown.setdefault((g, int(offset) // 1000), at)
+        for reader in readers:
+            text, at = reader.scrape_text(committed_only)
+            served = first_partition_offsets(text)
+            for g in timed:
+                offset = served.get(group_name(g))
+                if offset is not None and offset // 1000 >= first_round:
+                    shown.setdefault((g, int(offset) // 1000), at)
 
     def observe_burrow() -> None:
         for g in timed:
@@ -654,7 +662,7 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | None, bootstrap: str,
                 raise RuntimeError(f"the steady load stalled: not done {elapsed:.0f}s after it began")
             return Steady(0.0, cpu_per_minute(elapsed), [],
                           {g: first_round - 1 for g in range(args.groups)}, stalled=True)
-        if gs is not None:
+        if readers:
             observe()
         if burrow is not None:
             observe_burrow()
