@@ -881,6 +881,31 @@ def test_the_poller_renders_again_only_what_a_scrape_read(clock, monkeypatch):
                  partition="0") == 16
 
 
+def test_a_scrape_of_some_families_does_not_make_the_poller_render_them_all(clock, monkeypatch):
+    """A scrape that asks for some families (`name[]`, the committed offsets alone: a watcher
+    read back to back) is answered on its own path; it neither counts as a read of the whole
+    render nor sets the scrapes' pace, so the poller does not render every family after each
+    poll for it."""
+    view = make_view(clock)
+    view.update_topic_metadata({}, {"orders": 1})
+    view.update_groups([snapshot("g", [member("m", [("orders", 0)])], [("orders", 0, 4, T0 - 30)])])
+    cache = MetricsCache(view)
+    cache.text()
+    refreshes = []
+    refresh = MetricsCache.refresh
+    monkeypatch.setattr(MetricsCache, "refresh",
+                        lambda self, *slots: (refreshes.append(clock.now), refresh(self, *slots))[1])
+    asked = ["kafka_consumergroup_committed_offset"]
+    for step in range(3):
+        clock.now += 1
+        view.update_end_offsets({("orders", 0): 10 + step}, {}, clock.now, 0.01)
+        cache.refresh_if_read()  # after the first: nothing read it since
+        b"".join(cache.exposition(asked))
+    assert len(refreshes) == 1 and cache.poll_by() is None
+    assert value(parse(cache.text()), "kafka_consumergroup_lag", group="g", topic="orders",
+                 partition="0") == 8
+
+
 def test_the_poller_renders_for_the_last_poll_before_a_scrape(clock, monkeypatch):
     """Scrapes every 15 s, polls every 5 s: once two scrapes set the pace, the one render a
     scrape interval is after the last poll before the next scrape, and that scrape renders
