@@ -248,9 +248,11 @@ class ClientLog:
         latency its metrics added meanwhile (rebalance-latency-total; over a cooperative pair of
         rebalances, which it rejoins back to back, no earlier than its first join); None when
         its metrics tell nothing. A classic member
-        rejoins right after the commit it makes on hearing of the rebalance (onJoinPrepare), the
-        first trace of a join in `__consumer_offsets`; what comes before, the newcomer's own
-        JoinGroup and the wait for the others' next heartbeat, the coordinator writes nowhere."""
+        rejoins once the commit it makes on hearing of the rebalance (onJoinPrepare) is answered:
+        that commit, sent before this (`first_rejoin_commit_ms`; 0.5 s before on a busy machine),
+        is the first trace of a join in `__consumer_offsets`; what comes before it, the
+        newcomer's own JoinGroup and the wait for the others' next heartbeat, the coordinator
+        writes nowhere."""
         members = set(members)
         window = [e for e in self.events if since_ms < e["t"] <= until_ms]
         times = []
@@ -266,6 +268,19 @@ class ClientLog:
             if last["rebalance-total"] - first["rebalance-total"] == len({e["gen"] for e in assigned}):
                 times.append(assigned[-1]["t"] - (last["rebalance-latency-total"] - first["rebalance-latency-total"]))
         return min(times, default=None)
+
+    def first_rejoin_commit_ms(self, since_ms: float, until_ms: float, members: Iterable[str]) -> float | None:
+        """Classic: no later than when the first of `members` sent the offset commit it makes
+        before rejoining in (since_ms, until_ms]: the earliest "sent_by_ms" of their "rejoining"
+        events there (ClientHarness.java's Member.rejoining: the start of onJoinPrepare, which
+        sends that commit, or of the poll call in which it began). That commit is the first
+        record of the rebalance in `__consumer_offsets`, so the coordinator dated it no earlier;
+        `first_reaction_ms`, by the rebalance latency, starts only at the JoinGroup sent once the
+        commit was answered. None when none of them reported one (a KIP-848 consumer, or a
+        kafka-clients whose internals the harness cannot read)."""
+        members = set(members)
+        return min((float(e["sent_by_ms"]) for e in self.events if e["ev"] == "rejoining"
+                    and e["c"] in members and since_ms < e["t"] <= until_ms), default=None)
 
     def last_heard(self, since_ms: float, until_ms: float) -> tuple[float, str] | None:
         """KIP-848: when the last step of the rebalance(s) in (since_ms, until_ms] reached its

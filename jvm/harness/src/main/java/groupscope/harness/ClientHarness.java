@@ -3,6 +3,7 @@ package groupscope.harness;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,6 +25,7 @@ import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.utils.Timer;
 
 /**
  * Many KafkaConsumers in one JVM, one thread each, reporting what they saw with this machine's
@@ -50,8 +52,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * rebalances completed since the previous poll, "latency_ms" the rebalance-latency-total they
  * added), heartbeat (the first poll after heartbeat-total grew: "count" the responses since the
  * previous poll, "max_ms" heartbeat-response-time-max then, at least the time any of them took
- * from request to response), closing, closed, and every --sample-ms a "sample" with the coordinator metrics and
- * per-partition processing figures since the previous sample (reset after each).
+ * from request to response), rejoining (classic: the first poll after the consumer began to rejoin,
+ * "sent_by_ms" no later than the offset commit it sends first, "exact" whether that is the very
+ * moment it began; see Member.rejoining), closing, closed, and every --sample-ms a "sample" with
+ * the coordinator metrics and per-partition processing figures since the previous sample (reset
+ * after each).
  */
 public final class ClientHarness {
     private static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
@@ -165,6 +170,11 @@ public final class ClientHarness {
         // heartbeat-total and heartbeat-response-time-max (the "heartbeat" events)
         Metric heartbeats, heartbeatMax;
         double lastHeartbeats;
+        // Classic only: the consumer's ConsumerCoordinator and the two fields that tell it is
+        // rejoining (the "rejoining" events); unreadable (KIP-848, another kafka-clients) = none.
+        Object coordinator;
+        Field joinPrepareTimer, lastRebalanceStartMs;
+        boolean rejoinUnreadable, wasRejoining;
         // partition -> {messages, waited > slowMs, max wait ms, first and last processing ms}
         final Map<Integer, long[]> window = new TreeMap<>();
 
@@ -247,6 +257,7 @@ public final class ClientHarness {
             long nextSample = System.currentTimeMillis() + sampleMs;
             try {
                 while (!stopping) {
+                    long pollStart = System.currentTimeMillis();  // a rejoin begun in this poll began after it
                     for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100))) {
                         process(r);
                     }
@@ -262,6 +273,7 @@ public final class ClientHarness {
                         emit(name, "epoch", ",\"gen\":" + gen);
                     }
                     if (gen > 0) lastGeneration = gen;
+                    rejoining(pollStart);  // before reconciled(), which takes in rebalance-total's growth
                     reconciled(gen);
                     long now = System.currentTimeMillis();
                     if (now >= nextSample) {
@@ -341,6 +353,67 @@ public final class ClientHarness {
             }
             lastRebalances = count;
             lastRebalanceLatency = latency;
+        }
+
+        /** A "rejoining" event at the first poll that finds a classic consumer rejoining the group.
+         *  ConsumerCoordinator.onJoinPrepare starts its joinPrepareTimer and then, with auto-commit,
+         *  sends the commit of everything consumed (the first trace of the rejoin in
+         *  __consumer_offsets); only once that commit is answered does the JoinGroup go out, and
+         *  the consumer's rebalance latency starts there (AbstractCoordinator.initiateJoinGroup).
+         *  So "sent_by_ms" is no later than that commit's request: the timer's start when this poll
+         *  finds the commit still unanswered and nothing else of the rejoin happened yet ("exact"),
+         *  else the start of this poll call (the previous poll found no rejoin, so it began within
+         *  this one; a timer found now may be a later rejoin's: a cooperative member's second one
+         *  once its first rebalance completed in this poll, or a retry's after a failed JoinGroup).
+         *  Read by reflection, on the consumer's own thread, which is the one that writes
+         *  joinPrepareTimer. */
+        void rejoining(long pollStart) {
+            if (rejoinUnreadable) return;
+            try {
+                if (coordinator == null) {
+                    Object delegate = field(KafkaConsumer.class, "delegate").get(consumer);
+                    Object c = field(delegate.getClass(), "coordinator").get(delegate);  // ClassicKafkaConsumer's
+                    if (c == null) throw new NoSuchFieldException("coordinator is null: no group");
+                    joinPrepareTimer = field(c.getClass(), "joinPrepareTimer");
+                    lastRebalanceStartMs = field(c.getClass(), "lastRebalanceStartMs");
+                    coordinator = c;
+                }
+                Timer prepare = (Timer) joinPrepareTimer.get(coordinator);
+                // -1 but from the JoinGroup until the rebalance completes
+                boolean joining = lastRebalanceStartMs.getLong(coordinator) != -1L;
+                // A whole rebalance within this poll leaves neither set: rebalance-total tells.
+                boolean completed = rebalances != null
+                        && ((Number) rebalances.metricValue()).doubleValue() > lastRebalances;
+                boolean inProgress = prepare != null || joining;
+                if ((inProgress || completed) && !wasRejoining) {
+                    // lastRebalanceStartMs stays set from the first JoinGroup through retries, and
+                    // is cleared only when a rebalance completes: either means an earlier step.
+                    boolean exact = prepare != null && !joining && !completed;
+                    long by = exact ? prepare.currentTimeMs() - prepare.elapsedMs() : pollStart;
+                    emit(name, "rejoining", ",\"gen\":" + lastGeneration + ",\"sent_by_ms\":" + by
+                            + ",\"exact\":" + exact);
+                }
+                wasRejoining = inProgress;
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                // KIP-848's consumer has no ConsumerCoordinator; another kafka-clients may name
+                // these fields otherwise: no "rejoining" events then, the tests fall back.
+                rejoinUnreadable = true;
+            }
+        }
+
+        /** A declared field of `type` or of a superclass, made accessible (kafka-clients sits on
+         *  the class path, not in a named module, so no --add-opens is needed). */
+        static Field field(Class<?> type, String name) throws NoSuchFieldException {
+            for (Class<?> t = type; t != null; t = t.getSuperclass()) {
+                try {
+                    Field f = t.getDeclaredField(name);
+                    f.setAccessible(true);
+                    return f;
+                } catch (NoSuchFieldException e) {
+                    // look in the superclass
+                }
+            }
+            throw new NoSuchFieldException(type.getName() + "." + name);
         }
 
         void sample() {
