@@ -27,7 +27,8 @@ render writes again only the blocks whose lines changed (`streaming.exporter.lag
 
 A scrape that asks for some families only (`name[]`) gets those written, the others when
 something asks for them; one that asks for the committed offsets alone is answered from the
-view's table with nothing evaluated (`lag_render.committed_families`): at 10^6
+view's table with nothing evaluated (`lag_render.committed_families`), with blocks and a lock
+of its own, so that it never waits for a render of the whole exposition: at 10^6
 group-partitions 0.1 s against seconds for the whole lag part.
 """
 from __future__ import annotations
@@ -139,12 +140,19 @@ class MetricsCache:
         # families only (`name[]`) writes those, and whatever asks for the others next writes
         # them from the same evaluation.
         self._pending_lag: dict[int, ColumnFamily] = {}
-        # The slots a scrape of committed offsets alone needs (`_refresh_committed`), and the
+        # The slots a scrape of committed offsets alone needs (`_committed_parts`), and the
         # view's versions when they were last written so.
         self._committed_slots = {self._slot[name] for name in COMMITTED_FAMILIES
                                  if name in self._slot} if (
             view.settings.granularity == PARTITION) else set()
         self._committed_key: tuple | None = None
+        # That path's own blocks, label text and lock: it never waits for a refresh of the
+        # whole exposition (seconds at 10^6 group-partitions), only for the view's lock.
+        self._committed_lock = threading.Lock()
+        self._committed_blocks = LagBlocks(block_lines)
+        self._committed_kept: dict = {}
+        self._committed_chunks: FamilyChunks = self._empty
+        self._written_by = self._blocks  # the blocks of the last render, for lag_lines_written
         self.topic_chunks: FamilyChunks = self._empty
         self._kept: dict = {}  # the lag part's label text, kept until the rows change
         self._read_since_refresh = False
@@ -234,7 +242,7 @@ class MetricsCache:
     @property
     def lag_lines_written(self) -> int:
         """Lines of the lag part the last refresh wrote (the others it kept as they were)."""
-        return self._blocks.written_lines
+        return self._written_by.written_lines
 
     def poller_hooks(self, poll_interval_s: float) -> dict[str, Callable[[], object]]:
         """The end-offset poller's `on_poll` and `poll_by` for this cache, which it polls for
@@ -292,32 +300,33 @@ class MetricsCache:
                          or view.groups_version != self.refreshed_groups_version
                          or bool(view.changed_groups)
                          or now - self.refreshed_at > self.max_age_s)
-            if stale and slots is not None and self._committed_slots.issuperset(slots):
-                self._refresh_committed(set(slots))
-            elif stale:
+            if stale:
                 self.refresh(slots)
             else:
                 self._write_pending(slots)
 
-    def _refresh_committed(self, slots: set[int]) -> None:
-        """Write the committed offsets' families of `slots` from the view as it is, nothing
-        else evaluated: a scrape that asks for them alone (`name[]`) is answered in a fraction
-        of a full render, and leaves the rest to the next scrape that asks for it."""
+    def _committed_parts(self) -> "Parts":
+        """The committed offsets' families as the view holds them now, nothing else evaluated
+        or rendered: what a scrape that asks for them alone (`name[]`, a watcher read back to
+        back) is answered with, in a fraction of a full render and without waiting for one
+        (at 10^6 group-partitions 0.1 s against 4 s)."""
         view = self.view
-        self._blocks.start()
-        with view.lock:
-            key = (view.version, view.offsets_version, view.groups_version, view.table.version)
-            if key == self._committed_key:
-                return
-            families = committed_families(view, self._kept)
-        chunks = list(self.lag_chunks)
-        for family in families:
-            slot = self._slot[family.name]
-            if slot in slots:
-                chunks[slot] = self._blocks.render(family)
-                self._pending_lag.pop(slot, None)
-        self.lag_chunks = tuple(chunks)
-        self._committed_key = key
+        with self._committed_lock:
+            blocks = self._committed_blocks
+            blocks.start()
+            with view.lock:
+                key = (view.version, view.offsets_version, view.groups_version,
+                       view.table.version)
+                families = (None if key == self._committed_key
+                            else committed_families(view, self._committed_kept))
+            if families is not None:
+                chunks = list(self._empty)
+                for family in families:
+                    chunks[self._slot[family.name]] = blocks.render(family)
+                self._committed_chunks, self._committed_key = tuple(chunks), key
+            self._written_by = blocks
+            return Parts([], self._empty, self._committed_chunks, self._empty, self._empty,
+                         set())
 
     def text(self) -> str:
         """The whole exposition, up to date with every change the view has seen."""
@@ -345,6 +354,8 @@ class MetricsCache:
         """This view's rendered parts, up to date with every change it has seen (for
         `pieces`, which joins several views' parts a family at a time: FleetCache); with
         `slots`, only those families' lag part is sure to be (the others may be older)."""
+        if slots is not None and self._committed_slots.issuperset(slots):
+            return self._committed_parts()
         view = self.view
         # Only a scrape of every family sets the pace the end-offset poller renders ahead of
         # (`refresh_if_read`, `poll_by`): one that asks for some families gets those written on
@@ -374,6 +385,7 @@ class MetricsCache:
         where lines changed; the others left as they were, to be written when asked for."""
         chunks = list(self._empty)
         self._blocks.start()
+        self._written_by = self._blocks
         self._pending_lag = {}
         for family in families:
             slot = self._slot[family.name]

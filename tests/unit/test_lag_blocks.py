@@ -71,11 +71,11 @@ def test_a_scrape_of_some_families_writes_those_and_the_next_full_one_the_rest()
     cache = MetricsCache(view, block_lines=BLOCK)
     cache.text()
     view.update_groups([_snapshot("g1", {p: 120 + p for p in range(PARTITIONS)}, T0 - 1)])
-    asked = b"".join(cache.exposition(["kafka_consumergroup_committed_offset"])).decode()
-    assert value(parse(asked), "kafka_consumergroup_committed_offset", group="g1",
-                 topic="orders", partition="3") == 123
-    assert "kafka_consumergroup_lag{" not in asked
-    assert cache._blocks.written_lines <= 4 * BLOCK  # the one family's blocks of g1
+    asked = b"".join(cache.exposition(["kafka_consumergroup_lag"])).decode()
+    assert value(parse(asked), "kafka_consumergroup_lag", group="g1", topic="orders",
+                 partition="3") == 150 + 3 + 1 - 123
+    assert "kafka_consumergroup_committed_offset{" not in asked
+    assert cache.lag_lines_written <= 4 * BLOCK  # the one family's blocks of g1
     text = cache.text()
     assert text == _fresh_text(view)
     assert value(parse(text), "kafka_consumergroup_lag", group="g1", topic="orders",
@@ -106,6 +106,12 @@ def test_a_scrape_of_committed_offsets_alone_evaluates_no_lag_and_serves_the_vie
     assert samples == fresh
     b"".join(cache.exposition(names))  # nothing changed since: nothing written
     assert cache.lag_lines_written == 0
+    view.update_groups([_snapshot("g0", {**{p: 100 + p for p in range(PARTITIONS)}, 2: 140},
+                                  T0 - 1, moved=(2,))])
+    again = parse(b"".join(cache.exposition(names)).decode())
+    assert value(again, "kafka_consumergroup_committed_offset", group="g0", topic="orders",
+                 partition="2") == 140
+    assert 0 < cache.lag_lines_written <= 2 * BLOCK  # one block of each of the two families
     assert cache.text() == _fresh_text(view) and evaluated  # a full scrape evaluates it all
 
 
@@ -129,3 +135,35 @@ def test_families_of_the_partitions_with_a_known_end_offset_rewrite_only_what_ch
     assert value(parse(text), "kafka_consumergroup_lag", group="g1", topic="orders",
                  partition="8") == 150 + 8 + 1 - 157
     assert 0 < cache.lag_lines_written <= 10 * BLOCK + 6 * len(GROUPS)
+
+
+def test_a_scrape_of_committed_offsets_does_not_wait_for_a_whole_render():
+    """While a refresh of the whole exposition runs (seconds at 10^6 group-partitions, the
+    cache's lock held), a scrape of the committed offsets alone is answered from the view."""
+    import threading
+
+    clock = Clock()
+    view = _view(clock)
+    cache = MetricsCache(view, block_lines=BLOCK)
+    cache.text()
+    view.update_groups([_snapshot("g2", {p: 170 + p for p in range(PARTITIONS)}, T0 - 1)])
+    held, release = threading.Event(), threading.Event()
+
+    def whole_render() -> None:
+        with cache._lock:
+            held.set()
+            release.wait(30)
+
+    render = threading.Thread(target=whole_render)
+    render.start()
+    held.wait(5)
+    answered: list[str] = []
+    scrape = threading.Thread(target=lambda: answered.append(b"".join(cache.exposition(
+        ["kafka_consumergroup_committed_offset"])).decode()))
+    scrape.start()
+    scrape.join(10)
+    release.set()
+    render.join(10)
+    assert answered, "the scrape waited for the whole render"
+    assert value(parse(answered[0]), "kafka_consumergroup_committed_offset", group="g2",
+                 topic="orders", partition="4") == 174
