@@ -11,22 +11,12 @@ Array forms, a row a group-partition (or a topic partition); pure numpy.
 """
 from __future__ import annotations
 
-from enum import IntEnum
-
 import numpy as np
 
 from coordinator.lag_arrays import offsets_at
+from coordinator.rate_methods import RateMethod
 
 NEVER = np.inf  # a forecast that never comes (consumers slower than producers)
-
-
-class RateMethod(IntEnum):
-    """How a rate (and the catch-up forecast made of rates) was obtained."""
-
-    CAUGHT_UP = 0   # nothing to catch up: the forecast is 0
-    WINDOW = 1      # over the whole window
-    PARTIAL = 2     # over the samples' span, shorter than the window
-    UNKNOWN = 3     # no span to measure over: no figure
 
 
 def window_start(times: np.ndarray, counts: np.ndarray, until: np.ndarray | float,

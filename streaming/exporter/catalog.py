@@ -25,7 +25,7 @@ from enum import IntEnum
 from typing import Iterable
 
 from coordinator.status import Status
-from coordinator.rates import RateMethod
+from coordinator.rate_methods import RateMethod
 from coordinator.timelag import TimeLagMethod
 
 GAUGE, COUNTER, HISTOGRAM = "gauge", "counter", "histogram"
