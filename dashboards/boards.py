@@ -508,5 +508,11 @@ SHARE_GROUP_PANELS = frozenset({
     ("groupscope-overview.json", "Share groups' retention risk"),
 })
 
+# Panels with data only where the topics' retention settings are read (DescribeConfigs: the
+# demo's simulator has no topic settings, so it serves no retention risk).
+TOPIC_SETTINGS_PANELS = frozenset({
+    ("groupscope-group.json", "Retention risk per partition"),
+})
+
 BOARDS = {"groupscope-overview.json": overview, "groupscope-group.json": group_detail,
           "groupscope-rebalances.json": rebalances}

@@ -25,7 +25,7 @@ from typing import Any, Iterator, Sequence
 
 import yaml
 
-from dashboards.boards import PROBLEMS_ONLY, SHARE_GROUP_PANELS
+from dashboards.boards import PROBLEMS_ONLY, SHARE_GROUP_PANELS, TOPIC_SETTINGS_PANELS
 from dashboards.promtool import RULE_FILES
 from dashboards.queries import all_queries, resolved_queries
 from dashboards.rollups import recording_rule_groups
@@ -188,9 +188,11 @@ def clusters_shown(api: PrometheusAPI, variables: dict[str, str]) -> dict[str, s
 
 def problems_only_labels() -> frozenset[str]:
     """Labels of the queries a healthy cluster may leave empty: those that list only problems,
-    and those of share groups (a cluster may have none)."""
+    those of share groups (a cluster may have none) and those that need the topics' retention
+    settings (a principal may not describe them)."""
     return frozenset(q.label for q in all_queries()
-                     if (q.dashboard, q.title) in PROBLEMS_ONLY | SHARE_GROUP_PANELS)
+                     if (q.dashboard, q.title) in (PROBLEMS_ONLY | SHARE_GROUP_PANELS
+                                                   | TOPIC_SETTINGS_PANELS))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,6 @@ import logging
 import threading
 import traceback
 
-import pyarrow as pa
 import pytest
 from py4j.protocol import Py4JJavaError
 
@@ -42,10 +41,13 @@ class _HeldBatch:
         self.release = threading.Event()
 
     def toArrow(self):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from streaming.pipeline.state_stage import OUTPUT_SCHEMA
+
         self.started.set()
         assert self.release.wait(30)
-        return pa.table({"group": pa.array([], pa.string()), "kind": pa.array([], pa.string()),
-                         "payload": pa.array([], pa.string()), "ts_ms": pa.array([], pa.int64())})
+        return to_arrow_schema(OUTPUT_SCHEMA).empty_table()  # the state stage's whole schema
 
 
 def _in_thread(call) -> tuple[threading.Thread, list]:
