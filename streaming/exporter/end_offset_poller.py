@@ -106,14 +106,16 @@ class EndOffsetPoller:
                 self._refresh_metadata(client)
             try:
                 ends, starts = self._offsets(client, wanted_all)
-            except Exception:
-                if refreshed:
+            except Exception as exc:
+                if refusal_of(exc) is not None:
                     raise
-                # A topic deleted since the last metadata fails the whole request (kafka-python
-                # names its partition): look again without it, rather than fail every poll
-                # until the next scheduled refresh.
-                self._refresh_metadata(client)
-                ends, starts = self._offsets(client, wanted_all)
+                # A topic deleted since the last metadata, or one just made whose leader the
+                # client does not know yet, fails the whole request (kafka-python names its
+                # partition): look again with fresh metadata, then a topic at a time, so
+                # that one topic does not keep every other's figures from moving.
+                if not refreshed:
+                    self._refresh_metadata(client)
+                ends, starts = self._offsets_by_topic(client, wanted_all)
             with collector_paused():  # new samples for every partition, no cycles
                 self.view.update_end_offsets(ends, starts, self._clock(),
                                              time.monotonic() - started)
@@ -206,6 +208,31 @@ class EndOffsetPoller:
         existing = self._existing(wanted)
         ends = getattr(client, "log_end_offsets", client.end_offsets)
         return ends(existing), client.start_offsets(existing)
+
+    def _offsets_by_topic(self, client: OffsetsClient, wanted: Iterable[TopicPartition]
+                          ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+        """`_offsets` a topic at a time, leaving out the topics whose request fails (said
+        once per outage by the caller's log only if every topic fails)."""
+        by_topic: dict[str, list[TopicPartition]] = {}
+        for tp in wanted:
+            by_topic.setdefault(tp[0], []).append(tp)
+        ends: dict[TopicPartition, int] = {}
+        starts: dict[TopicPartition, int] = {}
+        failed: Exception | None = None
+        for topic, partitions in by_topic.items():
+            try:
+                topic_ends, topic_starts = self._offsets(client, partitions)
+            except Exception as exc:  # noqa: BLE001 - this topic only; the others go on
+                if refusal_of(exc) is not None:
+                    raise
+                log.debug("end offsets of topic %s: %s", topic, exc)
+                failed = exc
+                continue
+            ends.update(topic_ends)
+            starts.update(topic_starts)
+        if failed is not None and not ends:
+            raise failed
+        return ends, starts
 
     def _refresh_metadata(self, client: OffsetsClient) -> None:
         self._check_source(client)
