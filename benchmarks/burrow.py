@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from benchmarks._process_cpu import tree_cpu_seconds
+from benchmarks._process_cpu import CpuAccount
 from benchmarks._stopping import descendants, stop_everything_at_exit
 from benchmarks._targets import Target, at_most, offline_targets
 from benchmarks._targets import table as targets_table
@@ -159,6 +159,7 @@ class Monitor:
     """A monitoring process under test: launch, offsets it serves, stop."""
     name = ""
     process: subprocess.Popen | None = None
+    _account: CpuAccount | None = None
 
     def __init__(self, workdir: Path, bootstrap: str) -> None:
         self.workdir, self.bootstrap = workdir, bootstrap
@@ -183,9 +184,11 @@ class Monitor:
     def stop(self) -> None:
         if self.process:
             stop_gracefully(self.process, 60)
+        if self._account is not None:
+            self._account.close()
 
     def cpu(self) -> float:
-        return tree_cpu_seconds(self.process.pid)
+        return self._account.seconds(self.process.pid)
 
     def memory(self) -> Memory:
         return tree_memory(self.process.pid)
@@ -196,8 +199,10 @@ class Monitor:
 
     def _start(self, command: list[str]) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPSCOPE_")}
+        self._account = CpuAccount(self.name)
         with open(self.workdir / f"{self.name}.log", "ab") as log:
             self.process = subprocess.Popen(command, cwd=self.workdir, stdout=log,
+                                            preexec_fn=self._account.join,
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             env=env)
 
