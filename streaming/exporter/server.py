@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hmac
+import json
 import ssl
 import threading
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from streaming.exporter.group_api import group_document, group_name
 from streaming.exporter.gzip_member import GzipMember, gzipped, plain
 from streaming.exporter.metrics_cache import MetricsCache
 from streaming.exporter.view import MonitorView
@@ -79,8 +81,17 @@ def metrics_app(cache: MetricsCache, settings: ExporterSettings) -> Callable:
                 return gzipped(_slices(pieces))
             start_response("200 OK", headers)
             return _as_bytes(plain(pieces))
+        group = group_name(path)
+        if group is not None:
+            # a list, one document per cluster that serves the group (a job may watch several)
+            found = [doc for view in views if (doc := group_document(view, group)) is not None]
+            if not found:
+                start_response("404 Not Found", [("Content-Type", "text/plain")])
+                return [f"group {group!r} is not served here\n".encode()]
+            start_response("200 OK", [("Content-Type", "application/json")])
+            return [json.dumps(found).encode()]
         start_response("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"not found: try /metrics or /healthz\n"]
+        return [b"not found: try /metrics, /healthz or /groups/<group>\n"]
 
     return app
 
