@@ -297,6 +297,15 @@ exporter: {{listen: "127.0.0.1:{self.port}"}}
             text = ""
         return text, time.time()
 
+    def offsets(self, group: str) -> dict[tuple[str, int], int] | None:
+        """(topic, partition) -> committed offset groupscope serves for `group` (`/groups/<group>`,
+        one request a group, as Burrow is asked); None when it does not serve it."""
+        try:
+            (doc,) = json.loads(_get(f"http://127.0.0.1:{self.port}/groups/{group}"))
+        except (urllib.error.URLError, ConnectionError, OSError, ValueError):
+            return None
+        return {(o["topic"], o["partition"]): o["committed_offset"] for o in doc["offsets"]}
+
     def gzip_scrape_seconds(self) -> tuple[float, int]:
         """A whole scrape as Prometheus makes it (gzip): seconds to the response's last byte,
         and its size on the wire."""
@@ -613,7 +622,7 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | list[Groupscope] | No
                  bootstrap: str, args, first_round: int, scrape_interval: float,
                  watched: list[int] | None = None, burrow: Burrow | None = None,
                  tail: float = 5.0, may_stall: bool = False,
-                 committed_only: bool = False) -> Steady:
+                 by_group: bool = False) -> Steady:
     """`args.rate` commits/s for `args.steady_seconds` from another process; meanwhile groupscope
     is scraped every `scrape_interval` s (and `burrow`, when given, asked for each watched
     group; several groupscope jobs, shards of one estate, are scraped one after the other, and a
@@ -621,9 +630,9 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | list[Groupscope] | No
     of the first read that shows its offset minus the moment it was sent. Only the groups in
     `watched` (default: all) are timed; reads go on for `tail` seconds after the load. A load
     still running STALL_GRACE_S after its end is stopped: with `may_stall` the result says so
-    (and holds only the CPU), else it is an error. With `committed_only`, groupscope's reads ask
-    for the committed offsets only (a latency phase: whole scrapes of 10^6 group-partitions take
-    longer than a second)."""
+    (and holds only the CPU), else it is an error. With `by_group`, groupscope is asked for each
+    watched group (`/groups/<group>`), as Burrow is: a latency phase. Its whole scrape of 10^6
+    group-partitions, read every second in Python, took half a core of the two the job shares."""
     queue = multiprocessing.get_context("fork").Queue()
     load = multiprocessing.get_context("fork").Process(target=_steady_process, args=(
         queue, bootstrap, args.rate, args.steady_seconds, args.groups, args.partitions,
@@ -636,7 +645,13 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | list[Groupscope] | No
 
     def observe() -> None:
         for reader in readers:
-            text, at = reader.scrape_text(committed_only)
+            if by_group:
+                for g in timed:
+                    offset = (reader.offsets(group_name(g)) or {}).get((topic_of(g), 0))
+                    if offset is not None and offset // 1000 >= first_round:
+                        shown.setdefault((g, int(offset) // 1000), time.time())
+                continue
+            text, at = reader.scrape_text()
             served = first_partition_offsets(text)
             for g in timed:
                 offset = served.get(group_name(g))
@@ -720,7 +735,7 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None",
     try:
         create_topics(broker.bootstrap, groups, partitions)
         t0 = time.perf_counter()
-        commits = preload(broker.bootstrap, groups, partitions, rounds)
+        commits = preload(broker.bootstrap, groups, partitions, rounds, connections=32)
         print(f"many groups: preloaded {commits:,} commits ({shape} partitions) in "
               f"{time.perf_counter() - t0:.1f}s")
         sample = sample_groups(groups)
@@ -775,8 +790,8 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None",
                                           "partitions": partitions, "rate": args.many_rate})
         watched = sample[::5]
         # CPU first, groupscope scraped whole as Prometheus scrapes it; then the latency, its
-        # committed offsets read back to back (CPU a user's Prometheus does not ask for: not
-        # reported), as in the same-shape phases
+        # watched groups asked one by one, as Burrow's are (CPU a user's Prometheus does not
+        # spend: not reported)
         cost = steady_phase(running, gs, broker.bootstrap, load_args, rounds + 1,
                             args.prometheus_interval, watched=watched, burrow=bw, tail=30.0,
                             may_stall=True)
@@ -790,7 +805,7 @@ def many_groups_phase(args, workdir: Path, zookeeper: "ZooKeeper | None",
         steady_result = steady_phase(running, gs, broker.bootstrap, load_args,
                                      max(cost.last_rounds.values()) + 1, args.scrape_interval,
                                      watched=watched, burrow=bw, tail=30.0, may_stall=True,
-                                     committed_only=True)
+                                     by_group=True)
         latencies = {"groupscope": steady_result.latencies,
                      "burrow": steady_result.burrow_latencies}
         for name, values in latencies.items():
@@ -837,7 +852,7 @@ def ceiling_steps(args, gs: "Groupscope", bootstrap: str, load_args, watched: li
         step_args = argparse.Namespace(**{**vars(load_args), "rate": rate,
                                           "steady_seconds": args.ceiling_seconds})
         step = steady_phase([gs], gs, bootstrap, step_args, first_round, args.scrape_interval,
-                            watched=watched, tail=30.0, may_stall=True, committed_only=True)
+                            watched=watched, tail=30.0, may_stall=True, by_group=True)
         if step.stalled:
             print(f"  ceiling {rate:,.0f}/s: the broker did not take the load within "
                   f"{STALL_GRACE_S:.0f}s of its end: the broker is the limit here")

@@ -155,7 +155,7 @@ def main() -> None:
 
         watched = sample[::5]  # as benchmarks.burrow's many-groups phase watches its sample
         load = steady_phase(jobs, jobs, broker.bootstrap, args, 2, SCRAPE_INTERVAL_S,
-                            watched=watched, tail=TAIL_S, may_stall=True, committed_only=True)
+                            watched=watched, tail=TAIL_S, may_stall=True, by_group=True)
         latencies = load.latencies
         if load.stalled:
             print("steady: the load stalled (the broker did not take it in time); no latency")
