@@ -7,10 +7,8 @@ import os
 from pathlib import Path
 
 
-def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds used so far by `root` and its descendants (user and system, children reaped
-    by them included)."""
-    ticks = os.sysconf("SC_CLK_TCK")
+def _stats() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, CPU ticks with reaped children) of every process."""
     stats = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -20,16 +18,27 @@ def tree_cpu_seconds(root: int) -> float:
             except OSError:
                 continue
             stats[int(entry)] = (int(fields[1]), sum(int(f) for f in fields[11:15]))
-    wanted, total, frontier = {root}, 0, [root]
+    return stats
+
+
+def tree_pids(root: int, stats: dict[int, tuple[int, int]] | None = None) -> set[int]:
+    """`root` and its live descendants."""
+    stats = _stats() if stats is None else stats
+    wanted, frontier = {root}, [root]
     while frontier:
         parent = frontier.pop()
         for pid, (ppid, _) in stats.items():
             if ppid == parent and pid not in wanted:
                 wanted.add(pid)
                 frontier.append(pid)
-    for pid in wanted:
-        total += stats.get(pid, (0, 0))[1]
-    return total / ticks
+    return wanted
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds used so far by `root` and its live descendants (user and system, children
+    reaped by them included)."""
+    stats = _stats()
+    return sum(stats.get(pid, (0, 0))[1] for pid in tree_pids(root, stats)) / os.sysconf("SC_CLK_TCK")
 
 
 # Spark's Python workers are forked for a task and gone when it ends, reaped where their CPU is
@@ -39,12 +48,26 @@ def tree_cpu_seconds(root: int) -> float:
 _CPUACCT_V1 = Path("/sys/fs/cgroup/cpuacct")
 
 
+def _remove_stale() -> None:
+    """The cgroups of benchmarks that have ended, once empty (a process still in one keeps it)."""
+    try:
+        for path in _CPUACCT_V1.glob("bench-*"):
+            if not os.path.exists(f"/proc/{path.name.split('-')[1]}"):
+                try:
+                    path.rmdir()
+                except OSError:
+                    pass
+    except OSError:
+        pass
+
+
 class CpuAccount:
     """The CPU of a process and of everything it starts: from a cgroup of its own (cgroup v1
     cpuacct, which this machine mounts writable) when one can be made, else from the live
     process tree (`exact` says which)."""
 
     def __init__(self, name: str) -> None:
+        _remove_stale()
         self.path: Path | None = _CPUACCT_V1 / f"bench-{os.getpid()}-{name}-{id(self):x}"
         try:
             self.path.mkdir()
@@ -56,6 +79,17 @@ class CpuAccount:
         """In the child between fork and exec (`subprocess.Popen(preexec_fn=...)`)."""
         if self.path is not None:
             (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def adopt(self, roots: list[int]) -> None:
+        """Moves running process trees into the cgroup: what they fork from now on is counted
+        too (CPU they used before is not: read the account's seconds as differences)."""
+        if self.path is None:
+            return
+        for pid in {p for root in roots for p in tree_pids(root)}:
+            try:
+                (self.path / "cgroup.procs").write_text(str(pid))
+            except OSError:  # gone meanwhile
+                pass
 
     def seconds(self, root: int) -> float:
         if self.path is not None:

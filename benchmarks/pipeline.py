@@ -47,7 +47,7 @@ import urllib.request
 
 from benchmarks import commit_load
 from benchmarks._commit_watch import watch_commits
-from benchmarks._process_cpu import tree_cpu_seconds
+from benchmarks._process_cpu import CpuAccount, tree_cpu_seconds
 from benchmarks.commit_load import final_offset, group_name, topic_of
 from tests.support.jvm_children import children_of
 from tests.support.kafka_broker import start_kafka
@@ -86,12 +86,18 @@ class Cpu:
     def __init__(self, jvm_pid: int, broker_pid: int) -> None:
         self.jvm_pid, self.broker_pid = jvm_pid, broker_pid
         self.zygote_pid = zygote_pid()
+        # the Python workers a task forks are gone when it ends: a cgroup counts them
+        self.account = CpuAccount("spark")
+        self.account.adopt([jvm_pid] + ([self.zygote_pid] if self.zygote_pid else []))
 
     def sample(self) -> tuple[float, float, float]:
         driver = os.times()
-        workers = tree_cpu_seconds(self.zygote_pid) if self.zygote_pid else 0.0
-        return (tree_cpu_seconds(self.jvm_pid) + workers, driver.user + driver.system,
-                tree_cpu_seconds(self.broker_pid))
+        if self.account.exact:
+            spark = self.account.seconds(self.jvm_pid)
+        else:
+            spark = tree_cpu_seconds(self.jvm_pid) + (
+                tree_cpu_seconds(self.zygote_pid) if self.zygote_pid else 0.0)
+        return spark, driver.user + driver.system, tree_cpu_seconds(self.broker_pid)
 
     def jvm_alone(self) -> float:
         """CPU seconds of the JVM process itself (without its Python workers)."""
