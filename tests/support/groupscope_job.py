@@ -76,7 +76,7 @@ class GroupscopeJob:
 
 def _config(bootstrap: str, workdir: Path, port: int, member_lag: bool = False,
             time_method: str = "estimate", share_state: bool = False,
-            rate_window: str | None = None) -> str:
+            rate_window: str | None = None, include: tuple[str, ...] = ()) -> str:
     # source.share_state (on by default) only where a test watches share groups' delivery
     # state: its second query costs every other job's start and triggers
     return f"""cluster: {{name: {CLUSTER}}}
@@ -88,7 +88,7 @@ exporter: {{listen: "127.0.0.1:{port}"}}
 lag: {{poll_interval: 1s, time_method: {time_method}{
     f", rate_window: {rate_window}" if rate_window else ""}}}
 trigger: {{interval: 0.5s}}
-groups: {{dead_grace: 1h}}
+groups: {{dead_grace: 1h{f", include: {list(include)!r}" if include else ""}}}
 """
 
 
@@ -123,18 +123,20 @@ def start_groupscope_job(bootstrap: str, workdir: Path, timeout_s: float = 120.0
 
 def run_groupscope_job(spark, bootstrap: str, workdir: Path, member_lag: bool = False,
                        share_state: bool = False, time_method: str = "estimate",
-                       rate_window: str | None = None) -> GroupscopeJob:
+                       rate_window: str | None = None,
+                       include: tuple[str, ...] = ()) -> GroupscopeJob:
     """The job of `start_groupscope_job`'s config file, as a query of `spark` in this process,
     serving its own exporter (`member_lag`: metrics.member_lag; `share_state`:
-    source.share_state; `time_method`, `rate_window`: lag's). Its log is groupscope's log
-    while it runs (every in-process job's lines, when several run at once)."""
+    source.share_state; `time_method`, `rate_window`: lag's; `include`: groups.include). Its
+    log is groupscope's log while it runs (every in-process job's lines, when several run at once)."""
     from streaming.config import load_config
     from streaming.job.lifecycle import Job
 
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "groupscope.yaml"
     config.write_text(_config(bootstrap, workdir, 0, member_lag, time_method=time_method,
-                              share_state=share_state, rate_window=rate_window))
+                              share_state=share_state, rate_window=rate_window,
+                              include=include))
     handler = logging.FileHandler(workdir / "job.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logger = logging.getLogger("groupscope")
