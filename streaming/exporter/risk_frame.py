@@ -81,7 +81,7 @@ def topic_retention_bytes(view) -> np.ndarray:
     return out
 
 
-def _record_bytes(view, keys: np.ndarray) -> np.ndarray:
+def partition_record_bytes(view, keys: np.ndarray) -> np.ndarray:
     """Per tp key: the partition's average record size, NaN where not read."""
     known = view.retention.record_bytes
     out = np.full(len(keys), np.nan)
@@ -158,7 +158,8 @@ def evaluate_risk(view, frame: LagFrame, now: float) -> RiskFrame:
     risk = np.where(behind & ~np.isnan(retention) & ~np.isnan(age), risk, np.nan)
     by_bytes = topic_retention_bytes(view)[frame.topic]
     size = np.where(behind & ~np.isnan(by_bytes), size_risk_seconds(
-        lag, _record_bytes(view, view.table.tp[frame.rows]), by_bytes, consume, produce), np.nan)
+        lag, partition_record_bytes(view, view.table.tp[frame.rows]), by_bytes, consume,
+        produce), np.nan)
     # the earlier of the two deletes first; the method says which
     by_size = ~np.isnan(size) & (np.isnan(risk) | (size < risk))
     return RiskFrame(consume=consume, catch_up=forecast,

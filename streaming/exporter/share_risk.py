@@ -10,14 +10,15 @@ import numpy as np
 
 from coordinator.lag_arrays import time_lags
 from coordinator.rates import catch_up, rates_between, window_rates
-from coordinator.retention import age_growth, risk_seconds
+from coordinator.retention import age_growth, risk_seconds, size_risk_seconds
 from coordinator.state.share_partition import UNKNOWN
 from coordinator.timelag import TimeLagMethod
 from streaming.exporter.catalog import PARTITION
 from streaming.exporter.ends_table import tp_key
 from streaming.exporter.lag_frame import segment_starts
 from streaming.exporter.lag_render import IndexedNames, NameTable, _Families
-from streaming.exporter.risk_frame import topic_retention_s
+from streaming.exporter.risk_frame import (partition_record_bytes, topic_retention_bytes,
+                                           topic_retention_s)
 
 
 def _found(view) -> list[tuple]:
@@ -71,8 +72,16 @@ def share_families(out: _Families, view, now: float) -> None:
     early = (starts <= ends.starts[rows]) | (method == int(TimeLagMethod.UNKNOWN))
     early &= ~np.isnan(log_first)
     age = np.where(early, now - log_first, age)
-    retention = topic_retention_s(view)[np.array(topic_ids)]
-    risk = risk_seconds(age, retention, age_growth(consume, produce))
+    topic_ids = np.array(topic_ids)
+    risk = risk_seconds(age, topic_retention_s(view)[topic_ids], age_growth(consume, produce))
+    # where retention.bytes deletes, by size too: whichever comes first, as for consumer groups
+    by_bytes = topic_retention_bytes(view)[topic_ids]
+    if not np.isnan(by_bytes).all():
+        tps = np.array([tp_key(t, p) for t, p in zip(topic_ids.tolist(), partitions)],
+                       dtype=np.int64)
+        size = np.where(np.isnan(by_bytes), np.nan, size_risk_seconds(
+            ends_now - starts, partition_record_bytes(view, tps), by_bytes, consume, produce))
+        risk = np.where(~np.isnan(size) & (np.isnan(risk) | (size < risk)), size, risk)
     plan = catch_up(ends_now - starts, consume, produce)
     group_table = NameTable(sorted(set(names)))
     at_of = {name: i for i, name in enumerate(group_table.raw)}

@@ -377,3 +377,28 @@ def test_a_share_groups_rate_forecast_and_risk_follow_its_start_offsets_pace():
             updated_ms=int(clock.now * 1000))}, {}, {})
     plan = _served(MetricsCache(view), "kafka_sharegroup_partition_catch_up_seconds")[key]
     assert 0 < plan < math.inf
+
+
+def test_a_share_group_on_a_size_limited_topic_is_at_risk_by_size_when_that_comes_first():
+    from coordinator.state.share_partition import SharePartition
+
+    from tests.unit.test_exporter import ORDERS_ID
+
+    clock = Clock(T0)
+    view = _view(clock)
+    view.update_topic_metadata({ORDERS_ID: "orders"}, {"orders": 1})
+    config = parse_config({"retention.ms": "120000", "retention.bytes": "30000"})
+    reader = _Reader(TopicConfigs({"orders": config}), LogSizes({("orders", 0): 30_000}))
+    poller = TopicConfigsPoller(view, lambda: reader, clock=clock)
+    for step in range(31):  # producers at 10/s of 100-byte records; the start offset stays at 100
+        clock.now = T0 + step
+        _poll(view, clock, 10 * step)
+        if step >= 10:
+            view.apply_share_state({("workers", ORDERS_ID, 0): SharePartition(
+                "workers", ORDERS_ID, 0, 100, -1, (), updated_ms=int(clock.now * 1000))}, {}, {})
+    poller.poll_if_due()
+    key = (("cluster", "c"), ("group", "workers"), ("partition", "0"), ("topic", "orders"))
+    risk = _served(MetricsCache(view), "kafka_sharegroup_partition_retention_risk_seconds")[key]
+    # as for the stopped consumer group: 20,000 bytes ahead of 30,000, 1,000 bytes/s more: 10 s,
+    # where by age (written at T0 + 10 of 120 s) it would be 100 s
+    assert risk == pytest.approx(10.0)
