@@ -643,26 +643,25 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | list[Groupscope] | No
     timed = list(range(args.groups)) if watched is None else watched
     readers = [] if gs is None else [gs] if isinstance(gs, Groupscope) else list(gs)
 
+    def note(into: dict, g: int, offset: float | None, at: float) -> None:
+        if offset is not None and offset // 1000 >= first_round:
+            into.setdefault((g, int(offset) // 1000), at)
+
+    def ask_each(monitor: "Groupscope | Burrow", into: dict) -> None:
+        """Each watched group's partition 0, one request a group."""
+        for g in timed:
+            note(into, g, (monitor.offsets(group_name(g)) or {}).get((topic_of(g), 0)),
+                 time.time())
+
     def observe() -> None:
         for reader in readers:
             if by_group:
-                for g in timed:
-                    offset = (reader.offsets(group_name(g)) or {}).get((topic_of(g), 0))
-                    if offset is not None and offset // 1000 >= first_round:
-                        shown.setdefault((g, int(offset) // 1000), time.time())
+                ask_each(reader, shown)
                 continue
             text, at = reader.scrape_text()
             served = first_partition_offsets(text)
             for g in timed:
-                offset = served.get(group_name(g))
-                if offset is not None and offset // 1000 >= first_round:
-                    shown.setdefault((g, int(offset) // 1000), at)
-
-    def observe_burrow() -> None:
-        for g in timed:
-            offset = (burrow.offsets(group_name(g)) or {}).get((topic_of(g), 0))
-            if offset is not None and offset // 1000 >= first_round:
-                shown_burrow.setdefault((g, int(offset) // 1000), time.time())
+                note(shown, g, served.get(group_name(g)), at)
 
     def cpu_per_minute(elapsed: float) -> dict[str, float]:
         return {m.name: (m.cpu() - cpu_before[m.name]) * 60 / elapsed for m in monitors}
@@ -685,7 +684,7 @@ def steady_phase(monitors: list[Monitor], gs: Groupscope | list[Groupscope] | No
         if readers:
             observe()
         if burrow is not None:
-            observe_burrow()
+            ask_each(burrow, shown_burrow)
         time.sleep(scrape_interval)
     commits, seconds, sent_at = queue.get()
     load.join()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
+from coordinator.lag import partition_lag
 from streaming.exporter.view import MonitorView
 
 PREFIX = "/groups/"
@@ -48,6 +49,6 @@ def group_document(view: MonitorView, group: str) -> dict[str, Any] | None:
             end = view.log_end((topic, partition))
             offsets.append({"topic": topic, "partition": partition, "committed_offset": committed,
                             "log_end_offset": None if end is None else end[0],
-                            "lag": None if end is None else max(0, end[0] - committed)})
+                            "lag": None if end is None else partition_lag(end[0], committed).lag})
         doc["offsets"] = offsets
     return doc

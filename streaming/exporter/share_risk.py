@@ -77,8 +77,7 @@ def share_families(out: _Families, view, now: float) -> None:
     # where retention.bytes deletes, by size too: whichever comes first, as for consumer groups
     by_bytes = topic_retention_bytes(view)[topic_ids]
     if not np.isnan(by_bytes).all():
-        tps = np.array([tp_key(t, p) for t, p in zip(topic_ids.tolist(), partitions)],
-                       dtype=np.int64)
+        tps = tp_key(topic_ids.astype(np.int64), np.array(partitions, dtype=np.int64))
         size = np.where(np.isnan(by_bytes), np.nan, size_risk_seconds(
             ends_now - starts, partition_record_bytes(view, tps), by_bytes, consume, produce))
         risk = np.where(~np.isnan(size) & (np.isnan(risk) | (size < risk)), size, risk)

@@ -131,13 +131,6 @@ def _figures(samples, group: str) -> dict[str, float]:
             if dict(labels).get("group") == group and "partition" in dict(labels)}
 
 
-def _read_to_end(samples) -> bool:
-    """groupscope_ready, and nothing of `__consumer_offsets` left to read (that topic is made
-    by the first commit: on a new broker it may not exist yet)."""
-    ready = list(samples.get("groupscope_ready", {}).values())
-    return ready == [1] and all(v == 0 for v in samples.get("groupscope_offsets_topic_lag", {}).values())
-
-
 def _spans(samples: list[tuple[float, object]]) -> str:
     """(time, value) samples as runs of one value: '0.8-5.7 s None, 6.6-30.1 s never, ...'."""
     runs: list[list] = []
@@ -186,7 +179,7 @@ def test_a_stopped_group_is_at_risk_before_it_loses_records_and_loses_them_as_fo
             # suite, that of every test before): the alert's scaled windows leave no room for a
             # job still catching up.
             deadline = time.monotonic() + 120
-            while not _read_to_end(samples := job.scrape()):
+            while not job.caught_up(samples := job.scrape()):
                 assert time.monotonic() < deadline, (
                     "the job did not read __consumer_offsets to its end",
                     samples.get("groupscope_ready"), samples.get("groupscope_offsets_topic_lag"))
