@@ -81,6 +81,12 @@ def topic_retention_bytes(view) -> np.ndarray:
     return out
 
 
+def size_first(by_age: np.ndarray, by_size: np.ndarray) -> np.ndarray:
+    """Where retention by size deletes before retention by time (NaN: that one never does):
+    the earlier of the two is the risk."""
+    return ~np.isnan(by_size) & (np.isnan(by_age) | (by_size < by_age))
+
+
 def partition_record_bytes(view, keys: np.ndarray) -> np.ndarray:
     """Per tp key: the partition's average record size, NaN where not read."""
     known = view.retention.record_bytes
@@ -160,8 +166,7 @@ def evaluate_risk(view, frame: LagFrame, now: float) -> RiskFrame:
     size = np.where(behind & ~np.isnan(by_bytes), size_risk_seconds(
         lag, partition_record_bytes(view, view.table.tp[frame.rows]), by_bytes, consume,
         produce), np.nan)
-    # the earlier of the two deletes first; the method says which
-    by_size = ~np.isnan(size) & (np.isnan(risk) | (size < risk))
+    by_size = size_first(risk, size)
     return RiskFrame(consume=consume, catch_up=forecast,
                      catch_up_method=forecast_methods(lag, c_method, p_method),
                      risk=np.where(by_size, size, risk),

@@ -17,8 +17,8 @@ from streaming.exporter.catalog import PARTITION
 from streaming.exporter.ends_table import tp_key
 from streaming.exporter.lag_frame import segment_starts
 from streaming.exporter.lag_render import IndexedNames, NameTable, _Families
-from streaming.exporter.risk_frame import (partition_record_bytes, topic_retention_bytes,
-                                           topic_retention_s)
+from streaming.exporter.risk_frame import (partition_record_bytes, size_first,
+                                           topic_retention_bytes, topic_retention_s)
 
 
 def _found(view) -> list[tuple]:
@@ -80,7 +80,7 @@ def share_families(out: _Families, view, now: float) -> None:
         tps = tp_key(topic_ids.astype(np.int64), np.array(partitions, dtype=np.int64))
         size = np.where(np.isnan(by_bytes), np.nan, size_risk_seconds(
             ends_now - starts, partition_record_bytes(view, tps), by_bytes, consume, produce))
-        risk = np.where(~np.isnan(size) & (np.isnan(risk) | (size < risk)), size, risk)
+        risk = np.where(size_first(risk, size), size, risk)
     plan = catch_up(ends_now - starts, consume, produce)
     group_table = NameTable(sorted(set(names)))
     at_of = {name: i for i, name in enumerate(group_table.raw)}
