@@ -56,8 +56,10 @@ class PrometheusAPI:
         with urllib.request.urlopen(url, timeout=10) as response:
             return json.loads(response.read())
 
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        body = self.get("/api/v1/query", query=expr)
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        """An instant query, now or at the Unix time `at`."""
+        params = {"query": expr} if at is None else {"query": expr, "time": repr(at)}
+        body = self.get("/api/v1/query", **params)
         if body.get("status") != "success":
             raise LiveCheckError(f"query failed: {expr}: {body}")
         result = body["data"]["result"]
@@ -139,15 +141,33 @@ def wait_for_scrapes(api: PrometheusAPI, scrapes: int, timeout_s: float) -> None
     raise LiveCheckError(f"target not scraped {scrapes} times in {timeout_s}s (errors: {errors})")
 
 
-def discover_variables(api: PrometheusAPI) -> dict[str, str]:
+def scraped_instant(api: PrometheusAPI, timeout_s: float = 30) -> float:
+    """A time at which every target's latest scrape had succeeded.
+
+    A failed scrape (a timeout of a loaded target) marks every series of that target stale, so
+    a query evaluated just after one finds nothing; queries pinned to this instant see the last
+    successful scrape of each target.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = api.query('min(up{job="groupscope"})')
+        if result and float(result[0]["value"][1]) == 1:
+            return float(result[0]["value"][0])
+        if time.monotonic() >= deadline:
+            raise LiveCheckError(f"no instant in {timeout_s}s at which every target's last scrape succeeded")
+        time.sleep(SCRAPE_INTERVAL_S / 2)
+
+
+def discover_variables(api: PrometheusAPI, at: float | None = None) -> dict[str, str]:
     """A cluster (the first by name), and its group with the most rebalances, to fill
-    single-value template variables."""
-    clusters = api.query("groupscope_ready")
+    single-value template variables (as of `at`, else of the latest successful scrape)."""
+    at = scraped_instant(api) if at is None else at
+    clusters = api.query("groupscope_ready", at)
     if not clusters:
         raise LiveCheckError("the target exports no groupscope_ready, so no cluster to check")
     cluster = min(r["metric"]["cluster"] for r in clusters)
-    busiest = api.query(f'topk(1, kafka_consumergroup_rebalances_total{{cluster="{cluster}"}})') or \
-        api.query(f'kafka_consumergroup_info{{cluster="{cluster}"}}')
+    busiest = api.query(f'topk(1, kafka_consumergroup_rebalances_total{{cluster="{cluster}"}})', at) or \
+        api.query(f'kafka_consumergroup_info{{cluster="{cluster}"}}', at)
     if not busiest:
         raise LiveCheckError(f"cluster {cluster} has no consumer groups to show")
     return {"cluster": cluster, "group": busiest[0]["metric"]["group"]}
@@ -171,18 +191,21 @@ def run_live_check(metrics_url: str, *, variables: dict[str, str] | None = None,
 
 
 def check_queries(api: PrometheusAPI, variables: dict[str, str]) -> dict[str, int]:
-    """Evaluate every dashboard query (with these variable values) and recording rule now."""
+    """Evaluate every dashboard query (with these variable values) and recording rule at one
+    instant of the latest successful scrapes."""
     queries = resolved_queries(variables)
     for rules in recording_rule_groups().values():
         for rule in rules:
             queries[f"recording rule {rule.record}"] = rule.record
-    return {label: _data_points(api.query(expr)) for label, expr in queries.items()}
+    at = scraped_instant(api)
+    return {label: _data_points(api.query(expr, at)) for label, expr in queries.items()}
 
 
 def clusters_shown(api: PrometheusAPI, variables: dict[str, str]) -> dict[str, set[str]]:
     """For every dashboard query (with these variable values): the `cluster` labels of what it
     returns, so that a panel can be checked to show the selected cluster only."""
-    return {label: {r["metric"]["cluster"] for r in api.query(expr) if "cluster" in r["metric"]}
+    at = scraped_instant(api)
+    return {label: {r["metric"]["cluster"] for r in api.query(expr, at) if "cluster" in r["metric"]}
             for label, expr in resolved_queries(variables).items()}
 
 

@@ -17,6 +17,9 @@ class _Page(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         target = self.server.target
+        if target.failing:
+            self.send_error(503)
+            return
         body = render(time.time() - target.started, time.time(), target.clusters).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -34,10 +37,12 @@ class _Server(ThreadingHTTPServer):
 
 class SampleTarget:
     """Serves the sample page of `clusters` (assign another tuple to serve those from the next
-    scrape on) until `stop()`, after which its port refuses connections as a dead exporter's does."""
+    scrape on) until `stop()`, after which its port refuses connections as a dead exporter's does.
+    While `failing` is set, scrapes fail (503), as those of an exporter too loaded to answer in time."""
 
     def __init__(self, clusters: tuple[str, ...] = (CLUSTER,)) -> None:
         self.clusters = clusters
+        self.failing = False
         self.started = time.time()
         self._server = _Server(("127.0.0.1", 0), _Page)
         self._server.target = self

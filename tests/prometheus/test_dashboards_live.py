@@ -8,6 +8,9 @@ the simulator source); nothing else changes. From a shell: `python -m dashboards
 """
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from dashboards.boards import PROBLEMS_ONLY
@@ -90,3 +93,20 @@ def test_recording_rules_compute_real_figures(prometheus):
     exported = prometheus.query(f'kafka_consumergroup_group_max_lag_seconds{{group="{TROUBLED.name}"}}')
     # the largest time lag of the troubled group sits on its last partition, whose estimate is 'unknown'
     assert float(trusted[0]["value"][1]) < float(exported[0]["value"][1])
+
+
+def test_the_check_reads_the_last_successful_scrape_not_the_staleness_a_failed_one_leaves():
+    with SampleTarget(CLUSTERS) as target, running_prometheus(target.url) as api:
+        wait_for_scrapes(api, scrapes=3, timeout_s=60)
+        target.failing = True
+        deadline = time.monotonic() + 20
+        while api.query("up")[0]["value"][1] != "0" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        # A failed scrape marks the target's series stale: a plain query now finds nothing.
+        assert api.query("groupscope_ready") == []
+        threading.Timer(3, lambda: setattr(target, "failing", False)).start()
+        variables = discover_variables(api)
+        counts = check_queries(api, variables)
+    assert variables == {"cluster": "demo", "group": TROUBLED.name}
+    assert not sorted(label for label, n in counts.items()
+                      if n == 0 and not label.startswith("recording rule"))
