@@ -206,21 +206,46 @@ def _latest_rows(previous: pa.Table, files: list[str]) -> pa.Table:
 
 # -- restoring a view ---------------------------------------------------------------------------
 
-def restore(view: MonitorView, path: str, snapshots: bool = True) -> int:
-    """The view as replaying the whole history would leave it: the newest valid totals, then
-    the rows of the days after them. Returns the number of events counted."""
+@dataclass(frozen=True)
+class StoredHistory:
+    """What a restore applies to a view, read before the view is touched."""
+    snapshots: list[Mapping[str, Any]] | None  # each group's latest, when asked for
+    counters: Mapping[str, Mapping[str, Any]]  # the newest valid totals' folded counters
+    events: list[Mapping[str, Any]]  # the unique events of the days after those totals
+    counted: int  # events the totals and those rows hold
+
+
+def read_restore(path: str, snapshots: bool = True) -> StoredHistory:
+    """The newest valid totals and the rows of the days after them."""
     base = newest_valid(path)
     first = next_day(base.through) if base is not None else None
+    latest = None
     if snapshots:
         # Only each group's latest row is parsed: a day holds hundreds of thousands of snapshots.
         previous = base.snapshot_table() if base is not None else SCHEMA.empty_table()
-        latest = _latest_rows(previous, visible_files(path, "snapshots", first))
-        view.update_groups(latest_snapshots(_rows(latest)).values())
-    if base is not None:
-        load_counters(view, base.groups)
+        rows = _latest_rows(previous, visible_files(path, "snapshots", first))
+        latest = list(latest_snapshots(_rows(rows)).values())
     events = unique_events(read_history(path, "events", first_day=first))
-    view.apply_events(events)
-    return (base.events if base is not None else 0) + len(events)
+    return StoredHistory(latest, base.groups if base is not None else {}, events,
+                         (base.events if base is not None else 0) + len(events))
+
+
+def apply_restore(view: MonitorView, stored: StoredHistory) -> int:
+    """The view as replaying the whole history would leave it, in one hold of its lock (a
+    render sees it before or after, never a group restored without its counters). Returns the
+    number of events counted."""
+    with view.lock:
+        if stored.snapshots is not None:
+            view.update_groups(stored.snapshots)
+        load_counters(view, stored.counters)
+        view.apply_events(stored.events)
+    return stored.counted
+
+
+def restore(view: MonitorView, path: str, snapshots: bool = True) -> int:
+    """The view as replaying the whole history would leave it: the newest valid totals, then
+    the rows of the days after them. Returns the number of events counted."""
+    return apply_restore(view, read_restore(path, snapshots))
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:

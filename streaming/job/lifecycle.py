@@ -32,7 +32,7 @@ from streaming.job.history_layout import highest_batch
 from streaming.kafka.offsets import OFFSETS_TOPIC, READ_REFUSED, NotAuthorized
 from streaming.kafka.refusals import refusal_of
 from streaming.job.history_maintenance import HistoryMaintenance
-from streaming.job.history_totals import restore
+from streaming.job.history_totals import StoredHistory, apply_restore, read_restore
 from streaming.job.admin_seed import AdminSeed
 from streaming.job.settings import (admin_groups_factory, exporter_settings, offsets_client_factory,
                                     poller_settings, topic_configs_poller, view_settings)
@@ -307,10 +307,13 @@ class BatchSink:
                 out.append((name, snapshot["updated_ms"], compact_json.dumps(snapshot)))
         return out
 
-    def restore_monitor(self, counters: Mapping[str, Any]) -> None:
+    def note_progress(self, counters: Mapping[str, Any]) -> None:
+        """The log positions the checkpoint's last batch reached (`apply_monitor` follows)."""
+        self._note_progress(counters)
+
+    def apply_monitor(self, counters: Mapping[str, Any]) -> None:
         """The counters the checkpoint's last batch left: the restarted job is ready at once
         when that batch had read up to the log's end, with no batch of its own to wait for."""
-        self._note_progress(counters)
         with self.view.lock:
             self._apply_monitor(counters)
 
@@ -357,14 +360,20 @@ class BatchSink:
             self.history.write(batch_id, "snapshots", snapshot_rows)
 
 
+def stored_history(history_path: str, snapshots: bool = True) -> StoredHistory | None:
+    """What `restore_view` applies, read apart from the view (None: no history yet)."""
+    if not os.path.isdir(history_path):
+        return None
+    return read_restore(history_path, snapshots)
+
+
 def restore_view(view: MonitorView, history_path: str, snapshots: bool = True) -> int:
     """Counters from the history, so a restarted job continues its series, and with `snapshots`
     each group's last snapshot from it (a job that read the groups from its checkpoint's state,
     streaming/job/state_restore.py, has fresher ones). Reads the running totals of the compacted
     days and only the rows written since (streaming/job/history_totals.py)."""
-    if not os.path.isdir(history_path):
-        return 0
-    return restore(view, history_path, snapshots)
+    stored = stored_history(history_path, snapshots)
+    return apply_restore(view, stored) if stored is not None else 0
 
 
 class Job:
@@ -496,9 +505,7 @@ class Job:
             self.lane = restored_lane(self.spark, config.checkpoint.path, state, layout)
         except MissingLane as exc:
             raise UserError(f"checkpoint.path: {exc}") from None
-        if state is not None:
-            self.view.update_groups(state.groups)
-            log.info("restored %d groups from the checkpoint's state", len(state.groups))
+        stored = None
         if config.history.path:
             settings = config.history
             lineage = checkpoint_lineage(self.spark, config.checkpoint.path)
@@ -506,26 +513,38 @@ class Job:
                                     HistoryMaintenance(settings.path, settings.format,
                                                        settings.retention).after_batch,
                                     batch_base(settings.path, lineage))
-            restored = restore_view(self.view, config.history.path, snapshots=state is None)
-            if restored:
-                log.info("restored %d events from the history at %s", restored, config.history.path)
+            stored = stored_history(config.history.path, snapshots=state is None)
             written = highest_batch(settings.path)
             if written is not None:
                 counted_through = written - history.batch_base
         progress = OffsetsTopicProgress(self._progress_target,
                                         min_interval_s=OFFSETS_TOPIC_REFRESH_S)
-        if len(self.lane.table):  # fresher than any snapshot the history holds
-            everything = self.lane.everything()
-            self.view.apply_offsets(everything.applied)
-            log.info("restored %d committed offsets from the offsets lane",
-                     len(everything.applied.groups))
-        self.view.serve_offsets_only(self.lane.without_entries())
         self.sink = BatchSink(self.view, history, progress, config.history.snapshot_interval,
                               counted_through, self.lane)
-        if state is not None and state.monitor is not None:
-            self.sink.restore_monitor(state.monitor)
+        monitor = state.monitor if state is not None else None
+        if monitor is not None:
+            self.sink.note_progress(monitor)  # before the view's lock: it may ask the broker
         else:
             progress.refresh_target()
+        # Applied in one hold of the view's lock, since the exporter serves already: a render
+        # in between would show a group restored without its counters, as 0.
+        with self.view.lock:
+            if state is not None:
+                self.view.update_groups(state.groups)
+                log.info("restored %d groups from the checkpoint's state", len(state.groups))
+            if stored is not None:
+                restored = apply_restore(self.view, stored)
+                if restored:
+                    log.info("restored %d events from the history at %s", restored,
+                             config.history.path)
+            if len(self.lane.table):  # fresher than any snapshot the history holds
+                everything = self.lane.everything()
+                self.view.apply_offsets(everything.applied)
+                log.info("restored %d committed offsets from the offsets lane",
+                         len(everything.applied.groups))
+            self.view.serve_offsets_only(self.lane.without_entries())
+            if monitor is not None:
+                self.sink.apply_monitor(monitor)
         if self._wants_seed:  # what the checkpoint restored is served: the seed adds the rest
             self._start_seed()
         self._lookup = LookupServer(self.lane.lookup, driver_host(self.spark))
