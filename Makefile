@@ -20,8 +20,12 @@ venv: $(STAMP)
 demo: check-java $(STAMP)
 	$(VENV)/bin/groupscope demo
 
-test: check-java $(STAMP)
+# Kafka's jars and the client harness are fetched while the virtualenv installs (neither needs
+# the other); the Spark connector after it, since what PySpark ships is left out of it.
+test: check-java
 	@bash scripts/ensure-promtool.sh
+	@SPARK_KAFKA_VERSION=none bash scripts/fetch-jvm-deps.sh & jvm=$$!; \
+	  $(MAKE) --no-print-directory venv; venv=$$?; wait $$jvm && [ $$venv -eq 0 ]
 	@bash scripts/fetch-jvm-deps.sh
 	@PY=$(PY) bash scripts/run-tests.sh
 
