@@ -16,7 +16,7 @@ from streaming.config import load_config
 from streaming.exporter.metrics_cache import MetricsCache
 from streaming.job.admin_job import AdminJob
 from tests.support.groupscope_job import CLUSTER, start_groupscope_job
-from tests.support.kafka_broker import create_topic, produce_raw
+from tests.support.kafka_broker import assigned_member, create_topic, produce_raw
 from tests.support.parity import differences, groupscope_views, kafka_views
 from tests.support.parity_clients import Members
 from tests.support.scrape_support import parse
@@ -222,10 +222,8 @@ def test_an_empty_group_is_polled_as_describing_it_shows(broker, monkeypatch):
     simple.commit({TopicPartition(topic, p): OffsetAndMetadata(1, "", -1)
                    for p in range(PARTITIONS)})
     simple.close()
-    member = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=left,
-                           enable_auto_commit=False, auto_offset_reset="earliest")
-    until("the member's assignment", lambda: member.poll(timeout_ms=200) is not None
-          and bool(member.assignment()), timeout_s=60)
+    member = assigned_member(broker.bootstrap, topic, left, enable_auto_commit=False,
+                             auto_offset_reset="earliest")
     member.commit({TopicPartition(topic, p): OffsetAndMetadata(1, "", -1)
                    for p in range(PARTITIONS)})  # as a member of the group's generation
     member.close()

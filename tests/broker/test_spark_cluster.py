@@ -25,7 +25,8 @@ import yaml
 
 from tests.support.groupscope_job import (CLUSTER, GroupscopeJob, Samples, _config,
                                           run_groupscope_job)
-from tests.support.kafka_broker import CACHE, REPO_ROOT, create_topic, free_port, produce_raw
+from tests.support.kafka_broker import (CACHE, REPO_ROOT, assigned_member, create_topic, free_port,
+                                        produce_raw)
 from tests.support.scrape_support import scrape
 from tests.support.spark_cluster import (SparkCluster, spark_cluster, spark_submit_command,
                                          start_submitted, stop_submitted)
@@ -84,14 +85,8 @@ class Committers:
                                      enable_auto_commit=False)
             consumer.assign(self.tps)
             self.standalone.append(consumer)
-        self.member = KafkaConsumer(self.topic, bootstrap_servers=bootstrap,
-                                    group_id=f"{prefix}-member", enable_auto_commit=False,
-                                    client_id=f"{prefix}-member-client")
-        deadline = time.monotonic() + 30
-        while not self.member.assignment():
-            if time.monotonic() > deadline:
-                raise RuntimeError("the subscribed consumer got no assignment in 30 s")
-            self.member.poll(timeout_ms=200)
+        self.member = assigned_member(bootstrap, self.topic, f"{prefix}-member",
+                                      enable_auto_commit=False, client_id=f"{prefix}-member-client")
         self.rounds = 0
 
     @property

@@ -405,6 +405,30 @@ def create_topic(bootstrap: str, name: str, partitions: int, configs: dict[str, 
         admin.close()
 
 
+def assigned_member(bootstrap: str, topic: str, group: str, timeout_s: float = 60, **settings):
+    """A kafka-python member of `group`, subscribed to `topic`, once it owns partitions of it.
+
+    It subscribes only once its own metadata lists the topic: a member that leads the group's
+    first rebalance without it assigns nothing (the range assignor's "No partition metadata"),
+    then keeps that empty assignment until its next metadata refresh, minutes later."""
+    from kafka import KafkaConsumer
+
+    from tests.support.waiting import until
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, **settings)
+    try:
+        until(f"{topic} in the member's metadata", lambda: consumer.partitions_for_topic(topic),
+              timeout_s=timeout_s, poll_s=0.2)
+        consumer.subscribe([topic])
+        until(f"an assignment of {topic} for {group}",
+              lambda: consumer.poll(timeout_ms=200) is not None and consumer.assignment(),
+              timeout_s=timeout_s, poll_s=0)
+    except BaseException:
+        consumer.close(autocommit=False)
+        raise
+    return consumer
+
+
 def produce_raw(bootstrap: str, topic: str, records: Iterable[RawRecord]) -> list[tuple[int, int]]:
     """Produce raw key/value bytes in order; return each record's (partition, offset).
 
