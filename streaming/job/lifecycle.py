@@ -261,7 +261,7 @@ class BatchSink:
             self._write_history(batch_id, snapshots + self._offsets_snapshots(lane), points,
                                 events, payloads)
         if monitor is not None:
-            self._note_progress(monitor)  # before the view's lock: it may ask the broker
+            self.note_progress(monitor)
         # One batch reaches the view whole: a reader (a scrape, a test) never sees a group's new
         # state next to record counters that do not include the records behind it yet.
         if batch_id <= self.counted_through:
@@ -271,7 +271,7 @@ class BatchSink:
             self.view.apply_events(events)
             self.view.apply_offsets(lane.applied, lane.by_group_lane, lane.revived)
             if monitor is not None:
-                self._apply_monitor(monitor)
+                self.apply_monitor(monitor)
 
     def _offsets_snapshots(self, lane: LaneBatch) -> list[tuple[str, int, str]]:
         """History snapshots of the groups the batch only committed for, each at most every
@@ -308,21 +308,16 @@ class BatchSink:
         return out
 
     def note_progress(self, counters: Mapping[str, Any]) -> None:
-        """The log positions the checkpoint's last batch reached (`apply_monitor` follows)."""
-        self._note_progress(counters)
-
-    def apply_monitor(self, counters: Mapping[str, Any]) -> None:
-        """The counters the checkpoint's last batch left: the restarted job is ready at once
-        when that batch had read up to the log's end, with no batch of its own to wait for."""
-        with self.view.lock:
-            self._apply_monitor(counters)
-
-    def _note_progress(self, counters: Mapping[str, Any]) -> None:
+        """The log positions a batch (or, on a restart, the checkpoint's last batch) reached;
+        outside the view's lock, since it may ask the broker. `apply_monitor` follows."""
         for p, off in counters.get("progress", {}).items():
             self.progress.read[int(p)] = max(int(off), self.progress.read.get(int(p), -1))
         self.progress.refresh_target()
 
-    def _apply_monitor(self, counters: Mapping[str, Any]) -> None:
+    def apply_monitor(self, counters: Mapping[str, Any]) -> None:
+        """The record counters and progress those counters hold, with the view's lock held: on
+        a restart, the restarted job is ready at once when the checkpoint's last batch had read
+        up to the log's end, with no batch of its own to wait for."""
         # Totals from the state store: absolute, so a replayed batch cannot inflate them.
         self.view.set_record_totals(counters.get("records", {}),
                                     {**{reason: 0 for reason in SKIP_LABELS}, **counters.get("skipped", {})})
@@ -523,7 +518,7 @@ class Job:
                               counted_through, self.lane)
         monitor = state.monitor if state is not None else None
         if monitor is not None:
-            self.sink.note_progress(monitor)  # before the view's lock: it may ask the broker
+            self.sink.note_progress(monitor)
         else:
             progress.refresh_target()
         # Applied in one hold of the view's lock, since the exporter serves already: a render
