@@ -78,22 +78,14 @@ def _alive(pid: int) -> bool:
 def _adopt_finished_dumps(stem: str, now: float) -> None:
     """Moves a finished dump into place (`stem`.jsa); drops broken ones. Leaves dumps still
     being written."""
-    final = stem + ".jsa"
     for part in sorted(glob.glob(stem + ".*.part")):
         try:
             pid = int(part.rsplit(".", 2)[1])
             settled = now - os.stat(part).st_mtime >= SETTLED_S
         except (ValueError, OSError):
             continue
-        if _alive(pid) or not settled:
-            continue
-        try:
-            if not os.path.exists(final) and _is_archive(part):
-                os.replace(part, final)
-            else:
-                os.remove(part)
-        except OSError:
-            pass
+        if not _alive(pid) and settled:
+            adopt_dump(part)
 
 
 def class_cache_options(spark_conf: Mapping[str, str], directory: str | None = None,
@@ -106,7 +98,15 @@ def class_cache_options(spark_conf: Mapping[str, str], directory: str | None = N
     directory = directory or cache_dir()
     if any(c.isspace() for c in directory):
         return []  # Spark splits extraJavaOptions at whitespace
-    stem = os.path.join(directory, f"spark-classes-{archive_key(spark_conf)}")
+    return archive_options(os.path.join(directory, f"spark-classes-{archive_key(spark_conf)}"),
+                           now=now)
+
+
+def archive_options(stem: str, writer_pid: int | None = None, now: float | None = None) -> list[str]:
+    """Options for any JVM whose classes `stem`.jsa keeps: map it when it is there and sound,
+    else write it when this JVM exits, to a part named for `writer_pid` (default: this process,
+    which outlives the JVM); nothing while another dump is under way or the directory cannot be
+    written."""
     final = stem + ".jsa"
     _adopt_finished_dumps(stem, time.time() if now is None else now)
     if os.path.exists(final):
@@ -118,14 +118,34 @@ def class_cache_options(spark_conf: Mapping[str, str], directory: str | None = N
             return []
     if glob.glob(stem + ".*.part"):
         return []  # another JVM is writing it (or just did): one dump at a time is enough
+    directory = os.path.dirname(stem)
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError:
         return []
     if not os.access(directory, os.W_OK):
         return []
-    part = f"{stem}.{os.getpid()}.part"
+    part = f"{stem}.{os.getpid() if writer_pid is None else writer_pid}.part"
     return [f"-XX:ArchiveClassesAtExit={part}", QUIET]
+
+
+def dump_of(options: list[str]) -> str | None:
+    """The part file `options` have a JVM write at exit, if they do."""
+    prefix = "-XX:ArchiveClassesAtExit="
+    return next((o[len(prefix):] for o in options if o.startswith(prefix)), None)
+
+
+def adopt_dump(part: str) -> None:
+    """Moves the dump a JVM wrote at exit into place, once the caller has seen that JVM end (no
+    waiting for the part to settle); a broken or second one is removed."""
+    final = part.rsplit(".", 2)[0] + ".jsa"
+    try:
+        if not os.path.exists(final) and _is_archive(part):
+            os.replace(part, final)
+        else:
+            os.remove(part)
+    except OSError:
+        pass
 
 
 def with_class_cache(spark_conf: Mapping[str, str], directory: str | None = None) -> dict[str, str]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from tests.support.jvm_archives import adopted, discarded, dumping, mapping
 from tests.support.processes import stop_gracefully
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -181,12 +183,14 @@ class KafkaBroker:
     listeners: dict[str, int] = field(default_factory=dict)
     _tool_log_config: str = ""
     heap: tuple[str, ...] = tuple(BROKER_HEAP)  # the broker JVM's heap options
+    _archive: list[str] = field(default_factory=list)  # the running broker's class archive options
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _terminate(self, timeout: float = 30.0) -> None:
         """SIGTERM (Kafka's shutdown hook: controlled shutdown, flush, clean-shutdown marker), then
         SIGKILL if it has not exited within `timeout`."""
         stop_gracefully(self.process, timeout)
+        _ended(self.process, self._archive)
 
     def stop(self) -> None:
         """Stop the broker and delete its data and logs."""
@@ -217,16 +221,18 @@ class KafkaBroker:
             return ""
 
     # -- Kafka's own command-line tools ------------------------------------------------------
-    def java_cmd(self, main_class: str, *args: str) -> list[str]:
-        """`java` command line for a Kafka tool class, with quiet (WARN, stderr) logging."""
-        return ["java", *JVM_FAST, *TOOL_HEAP, self._tool_log_config, "-cp", self.libs, main_class,
-                *map(str, args)]
+    def java_cmd(self, main_class: str, *args: str, archive: list[str] | None = None) -> list[str]:
+        """`java` command line for a Kafka tool class, with quiet (WARN, stderr) logging; it maps
+        a class archive (tests/support/jvm_archives.py) unless `archive` gives other options."""
+        if archive is None:
+            archive = mapping(self.libs, main_class)
+        return ["java", *JVM_FAST, *archive, *TOOL_HEAP, self._tool_log_config, "-cp", self.libs,
+                main_class, *map(str, args)]
 
     def run_tool(self, main_class: str, *args: str, timeout: float = 120.0,
                  check: bool = False) -> subprocess.CompletedProcess:
         """Run a tool to completion; stdout/stderr captured as text."""
-        return subprocess.run(self.java_cmd(main_class, *args), capture_output=True, text=True,
-                              timeout=timeout, check=check, stdin=subprocess.DEVNULL)
+        return _run_archived(self.java_cmd, self.libs, main_class, args, timeout=timeout, check=check)
 
     def start_tool(self, main_class: str, *args: str, **popen: object) -> subprocess.Popen:
         """Start a long-running client (VerifiableConsumer/Producer, TransactionalMessageCopier,
@@ -286,10 +292,12 @@ def _log_configs(workdir: Path, version: str) -> tuple[str, str]:
 def _format_storage(broker: KafkaBroker, config: Path, broker_log: str,
                     format_args: Sequence[str] = ()) -> None:
     """kafka-storage.sh format: one dynamic-quorum voter (`--standalone`, KIP-853; 3.9 and 4.x)."""
-    cmd = ["java", *JVM_FAST, *TOOL_HEAP, broker_log, "-cp", broker.libs, "kafka.tools.StorageTool",
-           "format", "--config", str(config), "--cluster-id", _cluster_id(), "--standalone",
-           *format_args]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    def cmd(main_class: str, *args: str, archive: list[str]) -> list[str]:
+        return ["java", *JVM_FAST, *archive, *TOOL_HEAP, broker_log, "-cp", broker.libs, main_class, *args]
+
+    done = _run_archived(cmd, broker.libs, "kafka.tools.StorageTool",
+                         ("format", "--config", str(config), "--cluster-id", _cluster_id(),
+                          "--standalone", *format_args), timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"kafka-storage format failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
 
@@ -303,9 +311,34 @@ def _cluster_id() -> str:
             return cid
 
 
+def _run_archived(command, classpath: str, main_class: str, args: Sequence[str], timeout: float,
+                  check: bool = False) -> subprocess.CompletedProcess:
+    """`command(main_class, *args, archive=...)` run to completion, writing its class archive if
+    there is none yet; a run cut short leaves no archive behind."""
+    archive = dumping(classpath, main_class)
+    process = None
+    try:
+        process = subprocess.run(command(main_class, *map(str, args), archive=archive),
+                                 capture_output=True, text=True, timeout=timeout, check=check,
+                                 stdin=subprocess.DEVNULL)
+        return process
+    finally:
+        _ended(process, archive)
+
+
+def _ended(process, archive: list[str]) -> None:
+    """A JVM that ended by itself or by SIGTERM wrote its archive at exit; a killed or timed-out
+    one may have left part of one, which goes."""
+    if process is not None and process.returncode not in (None, -signal.SIGKILL):
+        adopted(archive)
+    else:
+        discarded(archive)
+
+
 def _launch(broker: KafkaBroker) -> subprocess.Popen:
     broker_log = _broker_log_flag(broker)
-    cmd = ["java", *JVM_FAST, *broker.heap, broker_log, f"-Dkafka.logs.dir={broker.workdir}",
+    broker._archive = dumping(broker.libs, "kafka.Kafka")
+    cmd = ["java", *JVM_FAST, *broker._archive, *broker.heap, broker_log, f"-Dkafka.logs.dir={broker.workdir}",
            "-cp", broker.libs, "kafka.Kafka", str(Path(broker.workdir) / "server.properties")]
     with open(broker.log_path, "ab") as log:
         return subprocess.Popen(cmd, cwd=broker.workdir, stdout=log, stderr=subprocess.STDOUT,

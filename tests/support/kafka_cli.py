@@ -11,6 +11,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from streaming.localmode.jvm_class_cache import QUIET
+from tests.support.jvm_archives import candidates
 from tests.support.kafka_broker import JVM_FAST, TOOL_HEAP, KafkaBroker
 
 # Script name -> the main class Kafka 4.4's bin/ script runs (bin/<script> -> kafka-run-class.sh).
@@ -35,6 +37,11 @@ def write_cli_scripts(broker: KafkaBroker, bin_dir: Path, heap: list[str] | None
     jvm = [*JVM_FAST, *(TOOL_HEAP if heap is None else heap), broker._tool_log_config, "-cp", broker.libs]
     for script, main_class in SCRIPT_CLASSES.items():
         path = bin_dir / script
-        path.write_text(f'#!/bin/bash\nexec java {shlex.join(jvm)} {main_class} "$@"\n')
+        # A backgrounded client may be killed: it maps a class archive, if one is there by the
+        # time it starts, and never writes one (tests/support/jvm_archives.py).
+        look = "".join(f'[ -f {shlex.quote(a)} ] && exec java -XX:SharedArchiveFile={shlex.quote(a)} '
+                       f'{shlex.quote(QUIET)} {shlex.join(jvm)} {main_class} "$@"\n'
+                       for a in candidates(broker.libs, main_class))
+        path.write_text(f'#!/bin/bash\n{look}exec java {shlex.join(jvm)} {main_class} "$@"\n')
         path.chmod(0o755)
     return bin_dir
