@@ -98,8 +98,12 @@ def class_cache_options(spark_conf: Mapping[str, str], directory: str | None = N
     directory = directory or cache_dir()
     if any(c.isspace() for c in directory):
         return []  # Spark splits extraJavaOptions at whitespace
-    return archive_options(os.path.join(directory, f"spark-classes-{archive_key(spark_conf)}"),
-                           now=now)
+    return archive_options(archive_path(spark_conf, directory)[:-len(".jsa")], now=now)
+
+
+def archive_path(spark_conf: Mapping[str, str], directory: str | None = None) -> str:
+    """Where the archive of a driver with `spark_conf` lives once written."""
+    return os.path.join(directory or cache_dir(), f"spark-classes-{archive_key(spark_conf)}.jsa")
 
 
 def archive_options(stem: str, writer_pid: int | None = None, now: float | None = None) -> list[str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from tests.support.jvm_archives import dumping, ended
 from tests.support.kafka_broker import CACHE, JVM_FAST
 
 HARNESS_DIR = CACHE / "harness"
@@ -74,11 +75,14 @@ class ClientHarness:
         self.config = config
         self.log_path = log_path
         self.running: set[str] = set()
+        classpath = harness_classpath()
+        # Its class archive is written by the first harness that quits cleanly (close).
+        self._archive = dumping(classpath, MAIN_CLASS)
         with open(log_path, "ab") as out, open(log_path.with_suffix(".stderr"), "ab") as err:
             # Serial GC and C1, as for the test broker: 2 cores shared by many JVMs.
             self.process = subprocess.Popen(
-                ["java", *JVM_FAST, f"-Xmx{heap_mb}m", "-Xss512k", "-cp", harness_classpath(), MAIN_CLASS,
-                 *config.args()], stdin=subprocess.PIPE, stdout=out, stderr=err, text=True)
+                ["java", *JVM_FAST, *self._archive, f"-Xmx{heap_mb}m", "-Xss512k", "-cp", classpath,
+                 MAIN_CLASS, *config.args()], stdin=subprocess.PIPE, stdout=out, stderr=err, text=True)
         self._wait_for(lambda e: e["ev"] == "ready", 60, "harness start")
 
     def _send(self, line: str) -> None:
@@ -140,6 +144,7 @@ class ClientHarness:
             except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
                 self.process.kill()
                 self.process.wait(timeout=10)
+        ended(self.process, self._archive)
 
 
 @dataclass

@@ -18,10 +18,12 @@ import glob
 import hashlib
 import os
 import shutil
+import signal
+import subprocess
 import threading
 from pathlib import Path
 
-from streaming.localmode.jvm_class_cache import QUIET, adopt_dump, archive_options, dump_of
+from streaming.localmode.jvm_class_cache import QUIET, adopt_dump, archive_options, archive_path, dump_of
 
 ARCHIVES = Path(__file__).resolve().parents[2] / ".cache" / "jvm-classes"
 SHARED_CLASS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
@@ -70,6 +72,16 @@ def discarded(options: list[str]) -> None:
     _finished(options, lambda part: os.path.exists(part) and os.remove(part))
 
 
+def ended(process: subprocess.Popen | subprocess.CompletedProcess | None, options: list[str]) -> None:
+    """After a JVM given `options` (of `dumping`) ended: one that exited by itself or on SIGTERM
+    wrote its archive at exit, which goes in place; a killed or timed-out one (None) may have
+    left part of one, which goes."""
+    if process is not None and process.returncode not in (None, -signal.SIGKILL):
+        adopted(options)
+    else:
+        discarded(options)
+
+
 def _finished(options: list[str], settle) -> None:
     part = dump_of(options)
     if part is None:
@@ -90,3 +102,11 @@ def mapping(classpath: str, main_class: str) -> list[str]:
 def candidates(classpath: str, main_class: str) -> list[str]:
     """The archives `mapping` looks for, best first (for a script to look for when it runs)."""
     return [_stem(classpath, cls) + ".jsa" for cls in dict.fromkeys((main_class, SHARED_CLASS))]
+
+
+def spark_classes() -> list[str]:
+    """Options that map the local driver's archive (streaming/localmode/jvm_class_cache.py) into
+    another JVM on PySpark's jars (a standalone master, worker or executor, a submitted driver),
+    when it has been written: their class path is the driver's."""
+    final = archive_path({})
+    return [f"-XX:SharedArchiveFile={final}", QUIET] if os.path.exists(final) else []

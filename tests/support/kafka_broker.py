@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from tests.support.jvm_archives import adopted, discarded, dumping, mapping
+from tests.support.jvm_archives import dumping, ended, mapping
 from tests.support.processes import stop_gracefully
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +189,7 @@ class KafkaBroker:
         """SIGTERM (Kafka's shutdown hook: controlled shutdown, flush, clean-shutdown marker), then
         SIGKILL if it has not exited within `timeout`."""
         stop_gracefully(self.process, timeout)
-        _ended(self.process, self._archive)
+        ended(self.process, self._archive)
 
     def stop(self) -> None:
         """Stop the broker and delete its data and logs."""
@@ -323,16 +322,7 @@ def _run_archived(command, classpath: str, main_class: str, args: Sequence[str],
                                  stdin=subprocess.DEVNULL)
         return process
     finally:
-        _ended(process, archive)
-
-
-def _ended(process, archive: list[str]) -> None:
-    """A JVM that ended by itself or by SIGTERM wrote its archive at exit; a killed or timed-out
-    one may have left part of one, which goes."""
-    if process is not None and process.returncode not in (None, -signal.SIGKILL):
-        adopted(archive)
-    else:
-        discarded(archive)
+        ended(process, archive)
 
 
 def _launch(broker: KafkaBroker) -> subprocess.Popen:

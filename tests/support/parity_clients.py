@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.client_harness import HARNESS_DIR, MAIN_CLASS, harness_classpath
+from tests.support.jvm_archives import mapping
 from tests.support.kafka_broker import JVM_FAST, KafkaBroker
 
 # Fast failure detection (the broker allows sessions from 1 s): a crashed classic member is gone
@@ -31,7 +32,10 @@ class HarnessJvm:
 
     def __init__(self, broker: KafkaBroker, log_path: Path) -> None:
         harness_classpath()  # fails with how to build it when the jar is missing
-        classpath = f"{HARNESS_DIR / 'client-harness.jar'}:{broker.libs}"
+        # The broker's jars first: then the class archive of Kafka's tools on them applies
+        # (a JVM maps an archive whose class path begins its own; tests/support/jvm_archives.py).
+        classpath = f"{broker.libs}:{HARNESS_DIR / 'client-harness.jar'}"
+        archive = mapping(broker.libs, MAIN_CLASS)
         self.log_path = log_path
         self._replies: dict[str, dict[str, Any]] = {}
         self._replied = threading.Condition()
@@ -39,7 +43,7 @@ class HarnessJvm:
         with open(log_path.with_suffix(".stderr"), "ab") as err:
             # Serial GC and C1 (JVM_FAST): 2 cores shared by brokers, jobs and these JVMs.
             self.process = subprocess.Popen(
-                ["java", *JVM_FAST, "-Xmx384m", "-Xss512k", broker._tool_log_config, "-cp", classpath,
+                ["java", *JVM_FAST, *archive, "-Xmx384m", "-Xss512k", broker._tool_log_config, "-cp", classpath,
                  MAIN_CLASS, "--bootstrap", broker.bootstrap, "--session-ms", str(SESSION_MS),
                  "--heartbeat-ms", str(HEARTBEAT_MS), "--auto-commit-ms", "1000",
                  "--sample-ms", "600000"],

@@ -25,6 +25,7 @@ from typing import Iterator, Mapping, Sequence
 
 import pyspark
 
+from tests.support.jvm_archives import spark_classes
 from tests.support.kafka_broker import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -34,8 +35,14 @@ SPARK_SUBMIT = SPARK_HOME / "bin" / "spark-submit"
 # small machine); for the daemons always, for drivers and executors where a test asks
 # (`spark_submit_command(..., quick_jvms=True)`), not for benchmarks.
 QUICK_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+
+
+def quick_jvm() -> str:
+    """QUICK_JVM, mapping the local driver's class archive when there is one."""
+    return " ".join([QUICK_JVM, *spark_classes()])
 
 
 def loopback_env(python: str = sys.executable) -> dict[str, str]:
@@ -52,7 +59,7 @@ def loopback_env(python: str = sys.executable) -> dict[str, str]:
         "PYSPARK_DRIVER_PYTHON": python,
         # The master and workers only schedule: the default 1 GB heaps would be wasted.
         "SPARK_DAEMON_MEMORY": "256m",
-        "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM,
+        "SPARK_DAEMON_JAVA_OPTS": quick_jvm(),
     })
     return env
 
@@ -235,8 +242,8 @@ def spark_submit_command(cluster: SparkCluster, app: str | Path, app_args: Seque
     settings = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                 "spark.executor.memory": "512m", "spark.ui.enabled": "false"}
     if quick_jvms:
-        settings.update({"spark.driver.extraJavaOptions": QUICK_JVM,
-                         "spark.executor.extraJavaOptions": QUICK_JVM})
+        settings.update({"spark.driver.extraJavaOptions": quick_jvm(),
+                         "spark.executor.extraJavaOptions": quick_jvm()})
     settings.update(conf or {})
     command = [str(SPARK_SUBMIT), "--master", cluster.url, "--deploy-mode", "client"]
     for key, value in settings.items():

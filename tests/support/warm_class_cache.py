@@ -17,11 +17,11 @@ import sys
 def main() -> int:
     from pyspark import SparkContext
 
-    from streaming.localmode.jvm_class_cache import adopt_dump, archive_key, cache_dir
+    from streaming.localmode.jvm_class_cache import adopt_dump, archive_path, cache_dir
     from tests.conftest import build_test_spark
 
-    stem = os.path.join(cache_dir(), f"spark-classes-{archive_key({})}")
-    if os.path.exists(stem + ".jsa"):
+    final = archive_path({})
+    if os.path.exists(final):
         return 0
     spark = build_test_spark()
     spark.range(1000).selectExpr("sum(id)").collect()
@@ -29,9 +29,9 @@ def main() -> int:
     spark.stop()
     jvm.stdin.close()  # the gateway exits at the end of its input, and writes the archive then
     jvm.wait(timeout=180)
-    for part in glob.glob(f"{stem}.{os.getpid()}.part"):
+    for part in glob.glob(f"{final[:-len('.jsa')]}.{os.getpid()}.part"):
         adopt_dump(part)
-    written = os.path.exists(stem + ".jsa")
+    written = os.path.exists(final)
     print(f"driver JVM class archive: {'written' if written else 'not written'} in {cache_dir()}")
     return 0
 
