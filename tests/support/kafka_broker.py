@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from tests.support.jvm_archives import dumping, ended, mapping
+from tests.support.jvm_archives import SHARED_CLASS, dumping, ended, mapping
 from tests.support.processes import stop_gracefully
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -364,6 +364,10 @@ def start_kafka(version: str = DEFAULT_VERSION, port: int | None = None,
         _format_storage(broker, config, broker_log, format_args)
         broker.process = _launch(broker)
         _wait_ready(broker, timeout_s)
+        if not mapping(broker.libs, SHARED_CLASS):
+            # The class archive most tools map (their own until they have one, and always for a
+            # backgrounded client), written once per checkout by a quick run of its class.
+            broker.consumer_groups("--list", timeout=60)
     except BaseException:
         if broker.process is not None:
             broker.stop()
