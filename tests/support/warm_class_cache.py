@@ -22,6 +22,7 @@ def main() -> int:
 
     final = archive_path({})
     if os.path.exists(final):
+        print(f"driver JVM class archive: in {cache_dir()}")
         return 0
     spark = build_test_spark()
     spark.range(1000).selectExpr("sum(id)").collect()
