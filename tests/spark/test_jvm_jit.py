@@ -19,7 +19,7 @@ def test_the_users_own_jit_choice_wins():
 
 
 def test_the_driver_jvm_runs_with_the_quick_jit_and_the_users_options(startup):
-    for run in startup["auto"]:  # the user's options: -Xss4m -Xshare:auto
+    for run in startup["auto"]:  # the user's options: -Xss4m and a class-sharing option
         args = run["args"]
         assert QUICK_JIT in args and "-Xss4m" in args
         assert args.index(QUICK_JIT) < args.index("-Xss4m")

@@ -9,6 +9,7 @@ from typing import Any
 
 from streaming.localmode.python_zygote import ENV_KEY as ZYGOTE_VARIABLE
 from tests.support import paths
+from tests.support.jvm_archives import user_class_sharing
 
 ROOT = str(paths.ROOT)
 
@@ -17,7 +18,8 @@ def run_new_session(script: str, cache_home, python: str = sys.executable, **ext
     """Runs `script` with `python`, groupscope's cache under `cache_home` and PySpark left to
     pick its worker Python (as `groupscope run` does); returns the JSON of its last output
     line."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home), **extra_env}
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home),
+           "GS_TEST_JVM_CLASSES": user_class_sharing(), **extra_env}
     # What this test process's own session set in its environment must not reach the new one:
     # it would pass for what the new session's tuning is meant to set itself.
     for inherited in ("PYSPARK_PYTHON", "MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_",
@@ -32,9 +34,10 @@ def run_new_session(script: str, cache_home, python: str = sys.executable, **ext
 
 # The start of a script for `run_new_session`: a job session (`build_spark`) over a replay
 # source at CAPTURE (replace it), local[1], local-mode tuning as $LOCAL_TUNING says (auto), the
-# user's JVM options "-Xss4m -Xshare:auto" (-Xshare:auto leaves out the class-data archive,
-# which a JVM would otherwise spend seconds writing into the test's cache directory on its way
-# out; -Xss4m is an option of the user's that tuning must keep).
+# user's JVM options "-Xss4m" and $GS_TEST_JVM_CLASSES (-Xss4m is an option of the user's that
+# tuning must keep; the other maps the class archive of the machine's own cache, or with
+# -Xshare:auto leaves class sharing out, as a user's own choice either way: the job would
+# otherwise spend seconds writing an archive into the test's cache directory on its way out).
 REPLAY_SESSION = """
 import json, os, sys
 from tests.support.jvm_children import children_of, jvm_children
@@ -42,7 +45,8 @@ from streaming.config import Config, SourceConfig, SparkConfig
 from streaming.job.session import build_spark
 
 config = Config(spark=SparkConfig(master="local[1]",
-                                  conf={"spark.driver.extraJavaOptions": "-Xss4m -Xshare:auto"},
+                                  conf={"spark.driver.extraJavaOptions":
+                                        "-Xss4m " + os.environ["GS_TEST_JVM_CLASSES"]},
                                   local_tuning=os.environ.get("LOCAL_TUNING", "auto")),
                 source=SourceConfig(type="replay", replay_path=CAPTURE))
 spark = build_spark(config)

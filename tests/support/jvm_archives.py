@@ -110,3 +110,10 @@ def spark_classes() -> list[str]:
     when it has been written: their class path is the driver's."""
     final = archive_path({})
     return [f"-XX:SharedArchiveFile={final}", QUIET] if os.path.exists(final) else []
+
+
+def user_class_sharing() -> str:
+    """A user's own driver JVM option for class sharing, which the job's tuning leaves as it is:
+    map the local driver's archive, or, without one, leave class sharing out (-Xshare:auto), so
+    that a test's driver never spends its exit writing an archive of its own."""
+    return " ".join(spark_classes()) or "-Xshare:auto"
