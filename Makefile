@@ -33,8 +33,10 @@ test: check-java
 	@bash scripts/ensure-promtool.sh
 	@SPARK_KAFKA_VERSION=none bash scripts/fetch-jvm-deps.sh & jvm=$$!; \
 	  $(MAKE) --no-print-directory venv; venv=$$?; wait $$jvm && [ $$venv -eq 0 ]
-	@$(PY) -m tests.support.warm_class_cache >/dev/null 2>&1 & warm=$$!; bash scripts/fetch-jvm-deps.sh; jvm=$$?; \
-	  wait $$warm; [ $$jvm -eq 0 ]
+	@$(PY) -m tests.support.warm_class_cache 2>.cache/warm-class-cache.log & warm=$$!; \
+	  bash scripts/fetch-jvm-deps.sh; jvm=$$?; \
+	  wait $$warm || echo "no driver class archive (.cache/warm-class-cache.log): tests go on"; \
+	  [ $$jvm -eq 0 ]
 	@PY=$(PY) bash scripts/run-tests.sh
 
 # Each benchmark is a module of the package benchmarks/ (those named _* are helpers); some start Kafka.

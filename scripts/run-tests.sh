@@ -19,14 +19,6 @@ JOB_TESTS=(tests/spark/test_job_replay.py tests/spark/test_job_stop.py
   'tests/spark/test_job_restart.py::test_a_stop_mid_stream_then_restart_matches_an_uninterrupted_run[SIGKILL]')
 SIDE_BROKER_TESTS=(tests/broker/test_admin_source.py tests/broker/test_restart_monotonic.py)
 
-# On a machine that has never run groupscope, the driver JVM's class archive first: without it
-# every Spark JVM the lanes start loads Spark's classes itself (tests/support/warm_class_cache.py).
-warm_log=$(mktemp "${TMPDIR:-/tmp}/groupscope-warm.XXXXXX")
-"$PY" -m tests.support.warm_class_cache >"$warm_log" 2>&1 || {
-  cat "$warm_log"; echo "(no class archive written: the tests run without it)"; }
-grep -h "class archive" "$warm_log" || true
-rm -f "$warm_log"
-
 side_log=$(mktemp "${TMPDIR:-/tmp}/groupscope-side-lane.XXXXXX")
 # In a process group of its own (setsid), so that a stop reaches every process it started.
 PY="$PY" SIDE_BROKER_TESTS="${SIDE_BROKER_TESTS[*]}" setsid bash -c '

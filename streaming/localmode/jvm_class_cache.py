@@ -98,12 +98,13 @@ def class_cache_options(spark_conf: Mapping[str, str], directory: str | None = N
     directory = directory or cache_dir()
     if any(c.isspace() for c in directory):
         return []  # Spark splits extraJavaOptions at whitespace
-    return archive_options(archive_path(spark_conf, directory)[:-len(".jsa")], now=now)
+    return archive_options(archive_stem(spark_conf, directory), now=now)
 
 
-def archive_path(spark_conf: Mapping[str, str], directory: str | None = None) -> str:
-    """Where the archive of a driver with `spark_conf` lives once written."""
-    return os.path.join(directory or cache_dir(), f"spark-classes-{archive_key(spark_conf)}.jsa")
+def archive_stem(spark_conf: Mapping[str, str], directory: str | None = None) -> str:
+    """The archive of a driver with `spark_conf`, less its suffix: `.jsa` once written, its
+    dumps `.<pid>.part`."""
+    return os.path.join(directory or cache_dir(), f"spark-classes-{archive_key(spark_conf)}")
 
 
 def archive_options(stem: str, writer_pid: int | None = None, now: float | None = None) -> list[str]:
@@ -115,7 +116,7 @@ def archive_options(stem: str, writer_pid: int | None = None, now: float | None 
     _adopt_finished_dumps(stem, time.time() if now is None else now)
     if os.path.exists(final):
         if _is_archive(final):
-            return [f"-XX:SharedArchiveFile={final}", QUIET]
+            return mapped(final)
         try:
             os.remove(final)
         except OSError:
@@ -131,6 +132,11 @@ def archive_options(stem: str, writer_pid: int | None = None, now: float | None 
         return []
     part = f"{stem}.{os.getpid() if writer_pid is None else writer_pid}.part"
     return [f"-XX:ArchiveClassesAtExit={part}", QUIET]
+
+
+def mapped(final: str) -> list[str]:
+    """Options that map the archive `final` into a JVM."""
+    return [f"-XX:SharedArchiveFile={final}", QUIET]
 
 
 def dump_of(options: list[str]) -> str | None:

@@ -1,6 +1,7 @@
-"""Class-data-sharing archives for the JVMs the tests start (brokers, Kafka's tools): the product's
-archive handling (streaming.localmode.jvm_class_cache), one archive per Java, class path and main
-class in `.cache/jvm-classes`.
+"""Class-data-sharing archives for the JVMs the tests start, through the product's archive handling
+(streaming.localmode.jvm_class_cache): for brokers, Kafka's tools and the client harness one
+archive per Java, class path and main class in `.cache/jvm-classes`; for Spark's JVMs other than
+the local driver (a standalone cluster's, a test's own driver session) the local driver's.
 
 A tool's JVM spends about half of its CPU loading and verifying classes: ConsumerGroupCommand
 took 1.2-1.4 CPU-s plain and 0.64-0.68 mapping its archive, a broker's start 3.1-3.3 against
@@ -23,7 +24,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from streaming.localmode.jvm_class_cache import QUIET, adopt_dump, archive_options, archive_path, dump_of
+from streaming.localmode.jvm_class_cache import adopt_dump, archive_options, archive_stem, dump_of, mapped
 
 ARCHIVES = Path(__file__).resolve().parents[2] / ".cache" / "jvm-classes"
 SHARED_CLASS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
@@ -93,10 +94,8 @@ def _finished(options: list[str], settle) -> None:
 
 def mapping(classpath: str, main_class: str) -> list[str]:
     """Options for a JVM that may be killed: map an archive if there is one, never write one."""
-    for final in candidates(classpath, main_class):
-        if os.path.exists(final):
-            return [f"-XX:SharedArchiveFile={final}", QUIET]
-    return []
+    return next((mapped(final) for final in candidates(classpath, main_class)
+                 if os.path.exists(final)), [])
 
 
 def candidates(classpath: str, main_class: str) -> list[str]:
@@ -108,8 +107,8 @@ def spark_classes() -> list[str]:
     """Options that map the local driver's archive (streaming/localmode/jvm_class_cache.py) into
     another JVM on PySpark's jars (a standalone master, worker or executor, a submitted driver),
     when it has been written: their class path is the driver's."""
-    final = archive_path({})
-    return [f"-XX:SharedArchiveFile={final}", QUIET] if os.path.exists(final) else []
+    final = archive_stem({}) + ".jsa"
+    return mapped(final) if os.path.exists(final) else []
 
 
 def user_class_sharing() -> str:

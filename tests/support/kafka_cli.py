@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from streaming.localmode.jvm_class_cache import QUIET
+from streaming.localmode.jvm_class_cache import mapped
 from tests.support.jvm_archives import candidates
 from tests.support.kafka_broker import JVM_FAST, TOOL_HEAP, KafkaBroker
 
@@ -39,9 +39,8 @@ def write_cli_scripts(broker: KafkaBroker, bin_dir: Path, heap: list[str] | None
         path = bin_dir / script
         # A backgrounded client may be killed: it maps a class archive, if one is there by the
         # time it starts, and never writes one (tests/support/jvm_archives.py).
-        look = "".join(f'[ -f {shlex.quote(a)} ] && exec java -XX:SharedArchiveFile={shlex.quote(a)} '
-                       f'{shlex.quote(QUIET)} {shlex.join(jvm)} {main_class} "$@"\n'
-                       for a in candidates(broker.libs, main_class))
+        look = "".join(f'[ -f {shlex.quote(a)} ] && exec java {shlex.join([*mapped(a), *jvm])} '
+                       f'{main_class} "$@"\n' for a in candidates(broker.libs, main_class))
         path.write_text(f'#!/bin/bash\n{look}exec java {shlex.join(jvm)} {main_class} "$@"\n')
         path.chmod(0o755)
     return bin_dir

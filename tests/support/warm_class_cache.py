@@ -17,10 +17,11 @@ import sys
 def main() -> int:
     from pyspark import SparkContext
 
-    from streaming.localmode.jvm_class_cache import adopt_dump, archive_path, cache_dir
+    from streaming.localmode.jvm_class_cache import adopt_dump, archive_stem, cache_dir
     from tests.conftest import build_test_spark
 
-    final = archive_path({})
+    stem = archive_stem({})
+    final = stem + ".jsa"
     if os.path.exists(final):
         print(f"driver JVM class archive: in {cache_dir()}")
         return 0
@@ -30,7 +31,7 @@ def main() -> int:
     spark.stop()
     jvm.stdin.close()  # the gateway exits at the end of its input, and writes the archive then
     jvm.wait(timeout=180)
-    for part in glob.glob(f"{final[:-len('.jsa')]}.{os.getpid()}.part"):
+    for part in glob.glob(f"{stem}.{os.getpid()}.part"):
         adopt_dump(part)
     written = os.path.exists(final)
     print(f"driver JVM class archive: {'written' if written else 'not written'} in {cache_dir()}")
