@@ -91,11 +91,16 @@ def build_test_spark():
         from streaming.localmode.worker_python import worker_python
 
         os.environ.setdefault("PYSPARK_PYTHON", worker_python())
+    conf = {"spark.default.parallelism": "2", "spark.ui.enabled": "false",
+            "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    if config.spark.local_tuning == "off":
+        # Untuned, the driver maps the machine's class archive only as a user's own JVM option
+        # would (tests/support/jvm_archives.py): its start, not what the job does, is quicker.
+        from tests.support.jvm_archives import user_class_sharing
+
+        conf["spark.driver.extraJavaOptions"] = user_class_sharing()
     spark_config = dataclasses.replace(config.spark, master="local[2]", app_name="groupscope-tests",
-                                       conf={"spark.default.parallelism": "2",
-                                             "spark.ui.enabled": "false",
-                                             "spark.driver.host": "127.0.0.1",
-                                             "spark.driver.bindAddress": "127.0.0.1"})
+                                       conf=conf)
     spark = build_spark(dataclasses.replace(config, spark=spark_config))
     spark.sparkContext.setLogLevel("ERROR")
     return spark
