@@ -316,17 +316,21 @@ class ClientLog:
 
     def heartbeat_sent_ms(self, member: str, answered_ms: float) -> float:
         """No later than when `member` sent the heartbeat answered at `answered_ms` (KIP-848:
-        one heartbeat in flight at a time): the later of that moment minus
+        one heartbeat in flight at a time): the earlier of that moment minus
         heartbeat-response-time-max at its next poll (a windowed max, at least this request's
         time) and the member's previous heartbeat event or subscription (the request went out
-        after the previous answer, which that poll had seen, give or take the poll)."""
+        after the previous answer, which that poll had seen, give or take the poll). The earlier,
+        since each is off by a poll's lag behind the answer it dates, and on a busy machine that
+        lag outgrew the bound: a newcomer's join, answered at once, was seen by its poll 0.4 s
+        later, and the request dated from that poll came out 0.37 s after the coordinator had
+        written the join."""
         mine = [e for e in self.events if e["c"] == member]
         beat = next((e for e in mine if e["ev"] == "heartbeat" and e["t"] >= answered_ms), None)
         before = [e["t"] for e in mine if e["ev"] in ("heartbeat", "subscribed") and e["t"] < answered_ms]
         candidates = [answered_ms - float(beat["max_ms"])] if beat is not None else []
         if before:
             candidates.append(before[-1])
-        return min(answered_ms, max(candidates, default=answered_ms))
+        return min([answered_ms, *candidates])
 
     def kip848_span_s(self, since_ms: float, until_ms: float) -> tuple[float, float] | None:
         """KIP-848: the shortest and the longest the coordinator's account of the rebalance(s)
