@@ -320,10 +320,10 @@ class ClientLog:
         heartbeat-response-time-max at its next poll (a windowed max, at least this request's
         time) and the member's previous heartbeat event or subscription (the request went out
         after the previous answer, which that poll had seen, give or take the poll). The earlier,
-        since each is off by a poll's lag behind the answer it dates, and on a busy machine that
-        lag outgrew the bound: a newcomer's join, answered at once, was seen by its poll 0.4 s
-        later, and the request dated from that poll came out 0.37 s after the coordinator had
-        written the join."""
+        since each is off by a poll's lag behind the answer it dates: on a busy machine the
+        first dated a newcomer's join request 0.37 s after the coordinator had written the join.
+        Where the member heartbeated before, that is its previous heartbeat, so the span's
+        longest side is wider by up to a heartbeat interval than with the later of the two."""
         mine = [e for e in self.events if e["c"] == member]
         beat = next((e for e in mine if e["ev"] == "heartbeat" and e["t"] >= answered_ms), None)
         before = [e["t"] for e in mine if e["ev"] in ("heartbeat", "subscribed") and e["t"] < answered_ms]

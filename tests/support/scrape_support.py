@@ -40,8 +40,8 @@ def _labels(block: str, line: str) -> frozenset:
 def parse(text: str) -> dict[str, dict[frozenset, float]]:
     """{sample name: {frozenset(label items): value}}; a line that is neither a comment nor a
     sample raises. The same result as prometheus_client's parser (tests/unit/
-    test_scrape_support.py), at a tenth of its cost: the tests that poll a job parse every
-    scrape whole."""
+    test_scrape_support.py) for about a third of its CPU (1.3 against 3.8 CPU-s on a 16 MB
+    exposition of 700 groups): the tests that poll a job parse every scrape whole."""
     out: dict[str, dict[frozenset, float]] = {}
     for line in text.split("\n"):
         if not line or line[0] == "#":
